@@ -366,7 +366,8 @@ fn under_tls_cluster_the_tls_port_is_announced_and_plain_clients_see_pport() {
     let Some(certs) = certs::certificates("announce_tls") else {
         return;
     };
-    let (port, tls_port) = (free_ports(1, true), free_ports(1, false));
+    // The bus listens on the TLS port + 10000 under tls-cluster yes.
+    let (port, tls_port) = (free_ports(1, false), free_ports(1, true));
     let (told, told_tls) = (free_ports(1, false), free_ports(1, false));
     let dir = unique_dir("announce-tls");
     let (cert, key) = (
@@ -385,6 +386,8 @@ fn under_tls_cluster_the_tls_port_is_announced_and_plain_clients_see_pport() {
             &cert,
             "--tls-key-file",
             &key,
+            "--tls-ca-cert-file",
+            &certs::path(&certs, "ca.crt"),
             "--tls-auth-clients",
             "no",
             "--tls-cluster",
@@ -395,7 +398,7 @@ fn under_tls_cluster_the_tls_port_is_announced_and_plain_clients_see_pport() {
             &told_tls.to_string(),
         ],
     );
-    let bus = port + 10000;
+    let bus = tls_port + 10000;
     // The node's port is its TLS one (told_tls); this plain client is told its
     // plain one (told); SHARDS lists both.
     assert_eq!(own_ports(port), format!("{told}@{bus}"));

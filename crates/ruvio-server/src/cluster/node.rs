@@ -91,6 +91,9 @@ pub struct ShardNode {
     /// The address this node started at, its own when `cluster-announce-ip`
     /// is emptied.
     host: String,
+    /// The bus port it listens on (fixed at the start, as Redis's
+    /// `cluster_port`, whatever `tls-cluster` becomes).
+    cport: u16,
 }
 
 impl ShardNode {
@@ -106,7 +109,7 @@ impl ShardNode {
             "" => host.to_string(),
             announced => announced.to_string(),
         };
-        let announced = cfg.announced_ports(shard);
+        let announced = cfg.announced_ports(shard, cport);
         let settings = Settings {
             name: random_name(seed),
             ip,
@@ -138,6 +141,7 @@ impl ShardNode {
             pause_writes: None,
             slot_migrations: SlotMigrations::default(),
             host: host.to_string(),
+            cport,
         };
         node.save()
             .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
@@ -223,7 +227,7 @@ impl ShardNode {
     /// `tls-cluster`): the node's ports as `cfg` now announces them, shown and
     /// sent from now on, and saved in nodes.conf when they changed.
     pub fn announce_ports(&mut self, cfg: &Config, shard: usize) {
-        let ports = cfg.announced_ports(shard);
+        let ports = cfg.announced_ports(shard, self.cport);
         if self
             .cluster
             .announce_ports(ports.port, ports.pport, ports.cport)

@@ -212,13 +212,17 @@ fn config_set<S: Server>(
 }
 
 /// A setting the TLS sessions start from (certificate, key, CAs, client
-/// certificates, protocols, suites, session cache).
+/// certificates, protocols, suites, session cache, the certificate the
+/// cluster bus's outgoing links show).
 pub fn is_tls_file(name: &str) -> bool {
     matches!(
         name,
         "tls-cert-file"
             | "tls-key-file"
             | "tls-key-file-pass"
+            | "tls-client-cert-file"
+            | "tls-client-key-file"
+            | "tls-client-key-file-pass"
             | "tls-ca-cert-file"
             | "tls-ca-cert-dir"
             | "tls-auth-clients"

@@ -100,20 +100,32 @@ impl Config {
     }
 
     /// Shard `shard`'s bus port: `cluster-port` (the first shard's; the next
-    /// ones follow it) or, when that is 0, the shard's client port + 10000.
+    /// ones follow it) or, when that is 0, the shard's client port + 10000:
+    /// its TLS port under `tls-cluster yes` (Redis 7.0's `clusterInit`), the
+    /// plain one otherwise. Worked out once, at the node's start.
     pub fn cluster_bus_port(&self, shard: usize) -> u16 {
         let first: u16 = self.param("cluster-port").parse().unwrap_or(0);
+        let tls = self.tls_port(shard).filter(|_| self.bus_tls());
         match first {
-            0 => self.shard_port(shard).wrapping_add(BUS_PORT_OFFSET),
+            0 => tls
+                .unwrap_or_else(|| self.shard_port(shard))
+                .wrapping_add(BUS_PORT_OFFSET),
             first => first.wrapping_add(shard as u16),
         }
     }
 
-    /// What shard `shard`'s node announces of its ports (see
-    /// [`ListenPorts::announced`]). In per-shard mode shard i announces each
-    /// given port + i, as its real ports count up from the first shard's; in
-    /// forward mode the process is one node and the settings are its own.
-    pub fn announced_ports(&self, shard: usize) -> AnnouncedPorts {
+    /// `tls-cluster yes` with a TLS port: the bus runs TLS and the nodes are
+    /// told each other's TLS ports.
+    pub fn bus_tls(&self) -> bool {
+        self.param("tls-cluster") == "yes" && self.tls_port(0).is_some()
+    }
+
+    /// What shard `shard`'s node, listening for the bus on `cport`, announces
+    /// of its ports (see [`ListenPorts::announced`]). In per-shard mode shard i
+    /// announces each given port + i, as its real ports count up from the first
+    /// shard's; in forward mode the process is one node and the settings are
+    /// its own.
+    pub fn announced_ports(&self, shard: usize, cport: u16) -> AnnouncedPorts {
         let offset = match self.port_mode {
             PortMode::PerShard => shard as u16,
             PortMode::Forward => 0,
@@ -125,7 +137,7 @@ impl Config {
         let listening = ListenPorts {
             plain: self.shard_port(shard),
             tls: self.tls_port(shard),
-            cport: self.cluster_bus_port(shard),
+            cport,
         };
         let given = PortAnnouncements {
             port: given("cluster-announce-port"),
@@ -272,11 +284,34 @@ mod tests {
             pport: 0,
             cport,
         };
-        assert_eq!(per_shard.announced_ports(0), at(8000, 18000));
-        assert_eq!(per_shard.announced_ports(1), at(8001, 18001));
+        let announced =
+            |cfg: &Config, shard| cfg.announced_ports(shard, cfg.cluster_bus_port(shard));
+        assert_eq!(announced(&per_shard, 0), at(8000, 18000));
+        assert_eq!(announced(&per_shard, 1), at(8001, 18001));
         let forward = load(Some(PortMode::Forward), &given).unwrap();
-        assert_eq!(forward.announced_ports(0), at(8000, 18000));
+        assert_eq!(announced(&forward, 0), at(8000, 18000));
         let real = load(None, &[("cluster-enabled", "yes")]).unwrap();
-        assert_eq!(real.announced_ports(1), at(7001, 17001));
+        assert_eq!(announced(&real, 1), at(7001, 17001));
+    }
+
+    #[test]
+    fn under_tls_cluster_the_bus_port_follows_the_tls_port() {
+        let tls = [
+            ("cluster-enabled", "yes"),
+            ("tls-port", "7400"),
+            ("tls-cluster", "yes"),
+        ];
+        let per_shard = load(None, &tls).unwrap();
+        assert!(per_shard.bus_tls());
+        assert_eq!(
+            (per_shard.cluster_bus_port(0), per_shard.cluster_bus_port(1)),
+            (17400, 17401)
+        );
+        // cluster-port still wins; without tls-cluster the plain port counts.
+        let given = load(None, &[tls[0], tls[1], tls[2], ("cluster-port", "9000")]).unwrap();
+        assert_eq!(given.cluster_bus_port(1), 9001);
+        let plain = load(None, &[tls[0], tls[1]]).unwrap();
+        assert!(!plain.bus_tls());
+        assert_eq!(plain.cluster_bus_port(0), 17000);
     }
 }

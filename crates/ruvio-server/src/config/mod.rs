@@ -568,6 +568,9 @@ impl Config {
             session_caching: self.param("tls-session-caching") == "yes",
             session_cache_size: self.param("tls-session-cache-size").parse().unwrap_or(0),
             session_cache_timeout_s: self.param("tls-session-cache-timeout").parse().unwrap_or(0),
+            client_cert_file: self.param("tls-client-cert-file"),
+            client_key_file: self.param("tls-client-key-file"),
+            client_key_file_pass: self.param("tls-client-key-file-pass"),
         }
     }
 
@@ -810,6 +813,12 @@ pub struct TlsFiles<'a> {
     /// `tls-session-cache-size` entries (0: OpenSSL's no limit, bounded here).
     pub session_cache_size: usize,
     pub session_cache_timeout_s: u64,
+    /// `tls-client-cert-file` / `-key-file` / `-key-file-pass`: the certificate
+    /// this server shows when it connects out (the cluster bus under
+    /// `tls-cluster yes`); "": the server's own.
+    pub client_cert_file: &'a str,
+    pub client_key_file: &'a str,
+    pub client_key_file_pass: &'a str,
 }
 
 #[cfg(test)]

@@ -499,7 +499,8 @@ const LIVE: &[Live] = &[
         if let Some(routes) = c.node_follower.as_mut() {
             routes.set_tls_cluster(yes(v));
         }
-        set_announced_port(c, "tls-cluster", v)
+        set_announced_port(c, "tls-cluster", v)?;
+        load_bus_tls(c)
     }),
     applied("cluster-node-timeout", |c, v| {
         if let Some(node) = c.cluster_node.as_mut() {
@@ -654,6 +655,21 @@ pub fn apply_params_at_start(core: &mut ShardCore) {
     }
 }
 
+/// The bus's links opened from now on run TLS under `tls-cluster yes` (with a
+/// TLS port), with the TLS settings as they are now; plain otherwise. The
+/// links open already keep theirs, as redis-server's do.
+fn load_bus_tls(core: &mut ShardCore) -> Result<(), String> {
+    let Some(node) = core.cluster_node.as_mut() else {
+        return Ok(());
+    };
+    let tls = match core.cfg.bus_tls() {
+        true => Some(crate::net::tls::bus::bus_tls(&core.cfg.tls_files())?),
+        false => None,
+    };
+    node.links.set_tls(tls);
+    Ok(())
+}
+
 /// Load the TLS settings again from the parameters, when TLS is on: the
 /// sessions started from now on use them, the open ones keep theirs. The shard
 /// that took the CONFIG SET starts a new session cache (`Sessions::Renew`), the
@@ -668,7 +684,7 @@ fn reload_tls(core: &mut ShardCore, sessions: Sessions) -> Result<(), String> {
         sessions,
     )?;
     core.tls_settings = Some(settings);
-    Ok(())
+    load_bus_tls(core)
 }
 
 /// Give this shard thread's scripts the server around them, with `cmd`'s

@@ -287,10 +287,19 @@ impl ShardCore {
         let forward = cfg.port_mode == crate::config::PortMode::Forward;
         let owns_node = cfg.cluster_bus() && (id == 0 || !forward);
         let cluster_node = match owns_node {
-            true => Some(Box::new(
-                crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
-                    .map_err(std::io::Error::other)?,
-            )),
+            true => {
+                let mut node =
+                    crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
+                        .map_err(std::io::Error::other)?;
+                // tls-cluster yes: a bad TLS setting stops the start, as
+                // redis-server's does, rather than leave the bus plain.
+                if cfg.bus_tls() {
+                    let tls = crate::net::tls::bus::bus_tls(&cfg.tls_files())
+                        .map_err(std::io::Error::other)?;
+                    node.links.set_tls(Some(tls));
+                }
+                Some(Box::new(node))
+            }
             false => None,
         };
         let node_follower = (cfg.cluster_bus() && !owns_node)

@@ -4,6 +4,10 @@
 //! connects, reads whole messages into the membership ([`Cluster`]), runs its
 //! cron when due, performs the actions it returns and writes what is queued.
 //!
+//! Under `tls-cluster yes` every link is TLS ([`BusTls`]): the socket's bytes
+//! go through the link's session, and the input and output buffers hold the
+//! messages in plain as on a plain link.
+//!
 //! Why polled on a tick rather than on the loop's ring: the bus carries a few
 //! messages per node per second (gossip, votes), never a client's request, so a
 //! non-blocking pass every few milliseconds costs nothing the request path would
@@ -12,6 +16,7 @@
 
 use super::super::membership::{Action, Cluster, LinkId};
 use super::message::{frame_len, BusError, Message};
+use super::tls::BusTls;
 use crate::serverlog::{log, Level};
 use socket2::Socket;
 use std::collections::HashMap;
@@ -35,6 +40,9 @@ struct LinkIo {
     written: usize,
     /// Unix ms the link was opened or accepted (CLUSTER LINKS).
     created: u64,
+    /// The link's TLS session (`tls-cluster yes`); `output` and `input` are
+    /// its plain side.
+    tls: Option<rustls::Connection>,
 }
 
 /// What a step leaves for its caller.
@@ -61,6 +69,8 @@ pub struct Links {
     pub received: [u64; KINDS],
     /// The time of the current step (a new link's creation time).
     now: u64,
+    /// `tls-cluster yes`: new links run TLS.
+    tls: Option<BusTls>,
 }
 
 /// One link as CLUSTER LINKS shows it.
@@ -84,6 +94,29 @@ impl Links {
             sent: [0; KINDS],
             received: [0; KINDS],
             now: 0,
+            tls: None,
+        })
+    }
+
+    /// Links opened or accepted from now on run TLS with `tls` (`None`: plain);
+    /// the open ones keep theirs, as redis-server's do when `tls-cluster` or
+    /// the TLS files change.
+    pub fn set_tls(&mut self, tls: Option<BusTls>) {
+        self.tls = tls;
+    }
+
+    /// A new link's session, when the bus runs TLS: `Err` when rustls cannot
+    /// start one (logged; the link is not opened).
+    fn new_session(&self, connecting_to: Option<&str>) -> Result<Option<rustls::Connection>, ()> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
+        };
+        let session = match connecting_to {
+            Some(ip) => tls.connecting(ip),
+            None => tls.accepted(),
+        };
+        session.map(Some).map_err(|e| {
+            log(Level::Warning, &format!("Cluster bus TLS session: {e}"));
         })
     }
 
@@ -91,8 +124,11 @@ impl Links {
     pub fn perform(&mut self, cluster: &mut Cluster, actions: Vec<Action>, out: &mut Stepped) {
         for action in actions {
             match action {
-                Action::Connect { link, ip, cport } => match connect(&ip, cport) {
-                    Ok(socket) => {
+                Action::Connect { link, ip, cport } => match self
+                    .new_session(Some(&ip))
+                    .and_then(|tls| Ok((connect(&ip, cport).map_err(|_| ())?, tls)))
+                {
+                    Ok((socket, tls)) => {
                         self.links.insert(
                             link,
                             LinkIo {
@@ -103,6 +139,7 @@ impl Links {
                                 output: Vec::new(),
                                 written: 0,
                                 created: self.now,
+                                tls,
                             },
                         );
                     }
@@ -138,9 +175,13 @@ impl Links {
                 continue;
             }
             let _ = stream.set_nodelay(true);
+            let Ok(tls) = self.new_session(None) else {
+                continue;
+            };
             let link = cluster.accepted();
             let mut io = LinkIo::from(stream);
             io.created = now;
+            io.tls = tls;
             self.links.insert(link, io);
         }
         let ids: Vec<LinkId> = self.links.keys().copied().collect();
@@ -223,26 +264,10 @@ fn connect(ip: &str, cport: u16) -> std::io::Result<Socket> {
 /// (`clusterProcessPacket` returns 1); another protocol version is skipped
 /// without a word.
 fn read_messages(io: &mut LinkIo) -> Result<LinkRead, ()> {
-    let mut chunk = [0u8; READ_CHUNK];
-    let mut closed = false;
-    loop {
-        match (&io.socket).read(&mut chunk) {
-            Ok(0) => {
-                closed = true;
-                break;
-            }
-            Ok(n) => io.input.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => {
-                log(
-                    Level::Debug,
-                    &format!("I/O error reading from node link: {e}"),
-                );
-                return Err(());
-            }
-        }
-    }
+    let closed = match io.tls.as_mut() {
+        Some(tls) => read_tls(&io.socket, tls, &mut io.input)?,
+        None => read_plain(&io.socket, &mut io.input)?,
+    };
     let mut messages = Vec::new();
     let mut at = 0;
     while let Some(total) = frame_len(&io.input[at..]) {
@@ -283,6 +308,72 @@ fn read_messages(io: &mut LinkIo) -> Result<LinkRead, ()> {
     Ok(LinkRead { messages, closed })
 }
 
+/// Appends what the socket has to `input`; true when the peer closed it.
+fn read_plain(socket: &Socket, input: &mut Vec<u8>) -> Result<bool, ()> {
+    let mut chunk = [0u8; READ_CHUNK];
+    loop {
+        match (&*socket).read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => input.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                log(
+                    Level::Debug,
+                    &format!("I/O error reading from node link: {e}"),
+                );
+                return Err(());
+            }
+        }
+    }
+}
+
+/// [`read_plain`] through the link's TLS session: the records the socket has
+/// go into the session, what they decrypt to into `input` (a handshake's
+/// records decrypt to nothing and leave the session wanting to write). A
+/// record or certificate the session refuses ends the link, logged.
+fn read_tls(
+    socket: &Socket,
+    tls: &mut rustls::Connection,
+    input: &mut Vec<u8>,
+) -> Result<bool, ()> {
+    let mut chunk = [0u8; READ_CHUNK];
+    loop {
+        let mut from = socket;
+        let (closed, drained) = match tls.read_tls(&mut from) {
+            Ok(0) => (true, true),
+            Ok(_) => (false, false),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => (false, true),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                log(
+                    Level::Debug,
+                    &format!("I/O error reading from node link: {e}"),
+                );
+                return Err(());
+            }
+        };
+        if let Err(e) = tls.process_new_packets() {
+            log(
+                Level::Verbose,
+                &format!("Error on TLS cluster bus link: {e}"),
+            );
+            return Err(());
+        }
+        loop {
+            match tls.reader().read(&mut chunk) {
+                Ok(0) => return Ok(true),
+                Ok(n) => input.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => return Ok(true),
+            }
+        }
+        if closed || drained {
+            return Ok(closed);
+        }
+    }
+}
+
 /// What one read of a link gave.
 struct LinkRead {
     /// Its whole messages, in order.
@@ -296,6 +387,9 @@ fn write_out(io: &mut LinkIo) -> Result<(), ()> {
     if io.output.len() - io.written > MAX_PENDING_OUTPUT {
         return Err(());
     }
+    if let Some(tls) = io.tls.as_mut() {
+        return write_tls(&io.socket, tls, &mut io.output, &mut io.written);
+    }
     while io.written < io.output.len() {
         match (&io.socket).write(&io.output[io.written..]) {
             Ok(0) => return Err(()),
@@ -308,6 +402,39 @@ fn write_out(io: &mut LinkIo) -> Result<(), ()> {
     if io.written == io.output.len() {
         io.output.clear();
         io.written = 0;
+    }
+    Ok(())
+}
+
+/// [`write_out`] through the link's TLS session: the queued messages go into
+/// the session as far as it takes them (it holds a bounded amount before the
+/// handshake ends), its records to the socket as far as it takes them.
+fn write_tls(
+    socket: &Socket,
+    tls: &mut rustls::Connection,
+    output: &mut Vec<u8>,
+    written: &mut usize,
+) -> Result<(), ()> {
+    while *written < output.len() {
+        match tls.writer().write(&output[*written..]) {
+            Ok(0) => break,
+            Ok(n) => *written += n,
+            Err(_) => return Err(()),
+        }
+    }
+    if *written == output.len() {
+        output.clear();
+        *written = 0;
+    }
+    while tls.wants_write() {
+        let mut to = socket;
+        match tls.write_tls(&mut to) {
+            Ok(0) => return Err(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return Err(()),
+        }
     }
     Ok(())
 }
@@ -326,6 +453,7 @@ impl From<TcpStream> for LinkIo {
             output: Vec::new(),
             written: 0,
             created: 0,
+            tls: None,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! TLS 1.3 tickets, one cache for every shard). OpenSSL's names are read in
 //! [`options`]. CONFIG SET of any of them loads the whole set again.
 
+pub mod bus;
 mod options;
 pub use options::{SessionCaches, SESSION_CACHE_ENTRIES_MAX};
 
@@ -68,9 +69,7 @@ impl TlsSettings {
         }
         let provider = Arc::new(options::crypto_provider(files.ciphersuites, files.ciphers)?);
         let versions = options::protocol_versions(files.protocols)?;
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(files.cert_file)
-            .and_then(|certs| certs.collect::<Result<_, _>>())
-            .map_err(|e| format!("tls-cert-file {}: {e}", files.cert_file))?;
+        let chain = certificate_chain("tls-cert-file", files.cert_file)?;
         let key = options::private_key(files.key_file, files.key_file_pass)?;
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
@@ -121,6 +120,13 @@ impl TlsSettings {
             cipher_in: Vec::with_capacity(CIPHER_IN_BYTES),
         })
     }
+}
+
+/// The certificates of PEM file `path`, setting `name`'s (a chain, leaf first).
+fn certificate_chain(name: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| format!("{name} {path}: {e}"))
 }
 
 /// The CAs client certificates must chain to: `tls-ca-cert-file`'s and those of
