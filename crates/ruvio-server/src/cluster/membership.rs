@@ -205,6 +205,9 @@ pub struct Cluster {
     master_link_down_since: Option<u64>,
     /// Why this replica last could not fail over, and when that was logged.
     cant_failover: CantFailover,
+    /// Nodes CLUSTER FORGET dropped, until the Unix ms gossip may bring them
+    /// back (Redis's node blacklist).
+    forgotten: HashMap<NodeName, u64>,
 }
 
 /// This node's own index in `nodes`.
@@ -813,6 +816,7 @@ impl Cluster {
                     if sender.is_some()
                         && entry.flags & flag::NOADDR == 0
                         && entry.name != [0; NAME_LEN]
+                        && !self.forgotten_lately(&entry.name, now)
                     {
                         let ip = String::from_utf8_lossy(&entry.ip).into_owned();
                         let flags = entry.flags & !(flag::MYSELF | flag::MEET);

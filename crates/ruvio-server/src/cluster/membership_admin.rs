@@ -12,6 +12,10 @@ use super::{flag, Cluster, Node, Settings, MYSELF, NO_OWNER};
 use crate::cluster::bus::message::NodeName;
 use crate::cluster::nodes_file::NodesFile;
 
+/// How long a forgotten node stays out of gossip (Redis's
+/// `CLUSTER_BLACKLIST_TTL`, 60 s).
+const FORGOTTEN_FOR_MS: u64 = 60_000;
+
 /// A node line's name as a node name, when it is one (40 characters).
 fn node_name(text: &str) -> Option<NodeName> {
     text.as_bytes().try_into().ok()
@@ -99,8 +103,16 @@ impl Cluster {
         !self.node(MYSELF).is_master()
     }
 
+    /// CLUSTER FORGET dropped `name` less than a minute before `now` (the
+    /// expired entries go as they are looked at, as Redis's blacklist
+    /// cleans itself on every check).
+    pub(super) fn forgotten_lately(&mut self, name: &NodeName, now: u64) -> bool {
+        self.forgotten.retain(|_, until| *until > now);
+        self.forgotten.contains_key(name)
+    }
+
     /// CLUSTER FORGET `name`, with Redis's refusals.
-    pub fn forget(&mut self, name: &[u8]) -> Result<(), String> {
+    pub fn forget(&mut self, name: &[u8], now: u64) -> Result<(), String> {
         let found = <&NodeName>::try_from(name)
             .ok()
             .and_then(|n| self.lookup(n));
@@ -116,6 +128,10 @@ impl Cluster {
         if self.is_replica() && self.node(MYSELF).master == Some(i) {
             return Err("ERR Can't forget my master!".into());
         }
+        // Gossip from nodes that still know it does not bring it back for a
+        // minute: long enough to send the FORGET to every node.
+        let forgotten = self.node(i).name;
+        self.forgotten.insert(forgotten, now + FORGOTTEN_FOR_MS);
         let mut actions = Vec::new();
         self.delete_node(i, &mut actions);
         // Closing its links is the caller's next step's: `delete_node` already

@@ -405,9 +405,16 @@ fn operator_changes_follow_redis_rules() {
     let a = &mut net.nodes[0];
     assert_eq!(a.failure_reports(&b, net.now), Some(0));
     assert_eq!(a.failure_reports(b"nobody", net.now), None);
-    assert!(a.forget(&a.myself()).unwrap_err().contains("forget myself"));
-    assert_eq!(a.forget(b"nobody").unwrap_err(), "ERR Unknown node nobody");
-    a.forget(&b).unwrap();
+    let now = net.now;
+    assert!(a
+        .forget(&a.myself(), now)
+        .unwrap_err()
+        .contains("forget myself"));
+    assert_eq!(
+        a.forget(b"nobody", now).unwrap_err(),
+        "ERR Unknown node nobody"
+    );
+    a.forget(&b, now).unwrap();
     assert_eq!(a.known_nodes(), 1);
     assert!(
         !a.slot_assigned(5000),
@@ -771,5 +778,35 @@ fn shard_ids_travel_on_the_bus_and_a_replica_takes_its_masters() {
     assert_eq!(
         shard_of(&String::from_utf8_lossy(&again.myself())),
         shard_of(&String::from_utf8_lossy(&master))
+    );
+}
+
+#[test]
+fn a_forgotten_node_stays_out_of_gossip_for_a_minute() {
+    let mut net = Net::three_met(7300);
+    let c = [b'c'; NAME_LEN];
+    assert_eq!(net.nodes[0].known_nodes(), 3);
+    let now = net.now;
+    net.nodes[0].forget(&c, now).unwrap();
+    assert_eq!(net.nodes[0].known_nodes(), 2);
+    // b still knows c and gossips about it: a does not take it back.
+    for _ in 0..100 {
+        net.tick(100);
+    }
+    assert_eq!(
+        net.nodes[0].known_nodes(),
+        2,
+        "{}",
+        net.nodes[0].cluster_nodes()
+    );
+    // A minute after the FORGET, b's gossip brings it back (as on Redis).
+    for _ in 0..600 {
+        net.tick(100);
+    }
+    assert_eq!(
+        net.nodes[0].known_nodes(),
+        3,
+        "{}",
+        net.nodes[0].cluster_nodes()
     );
 }

@@ -545,8 +545,9 @@ pub(super) fn forget<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
-    node.cluster.forget(args.get(2)).map_err(error)?;
+    node.cluster.forget(args.get(2), now).map_err(error)?;
     node.changed();
     reply.ok();
     Ok(())
