@@ -92,6 +92,9 @@ pub struct Node {
     pub shard_id: NodeName,
     /// It sent a message with `MFLAG_EXT_DATA`: it reads PING extensions.
     pub supports_extensions: bool,
+    /// Its `cluster-announce-hostname` ("": none), from its PINGs' hostname
+    /// extension.
+    pub hostname: String,
     /// The master of a replica, by index.
     pub master: Option<usize>,
     pub config_epoch: u64,
@@ -127,6 +130,7 @@ impl Node {
             // `createClusterNode` does.
             shard_id: [0; NAME_LEN],
             supports_extensions: false,
+            hostname: String::new(),
             master: None,
             config_epoch: 0,
             repl_offset: 0,
@@ -250,6 +254,7 @@ impl Cluster {
             rules: FailoverRules::default(),
             master_link_down_since: None,
             cant_failover: CantFailover::default(),
+            forgotten: HashMap::new(),
         };
         cluster.node_mut(MYSELF).shard_id = cluster.random_name();
         cluster.update_state();
@@ -679,14 +684,28 @@ impl Cluster {
         actions.push(Action::SaveConfig);
     }
 
-    /// `clusterProcessPingExt`: the sender's shard id, from its extension, or
-    /// else (a node that sends none: Redis 7.0) its master's, or its own.
+    /// `clusterProcessPingExt`: the sender's hostname (none when it sent
+    /// none, as Redis 7.0's `updateAnnouncedHostname`); its shard id, from its
+    /// extension, or else (a node that sends none: Redis 7.0) its master's, or
+    /// its own.
     fn process_extensions(
         &mut self,
         s: usize,
         extensions: &[Extension],
         actions: &mut Vec<Action>,
     ) {
+        // Only what `cluster-announce-hostname` accepts: a name a peer could
+        // not have been given would break the CLUSTER NODES line.
+        let hostname = extensions.iter().find_map(|e| match e {
+            Extension::Hostname(name) => std::str::from_utf8(name)
+                .ok()
+                .filter(|name| crate::config::params::announced_hostname(name).is_ok())
+                .map(str::to_string),
+            _ => None,
+        });
+        if self.set_hostname(s, hostname.unwrap_or_default()) {
+            actions.push(Action::SaveConfig);
+        }
         let sent = extensions.iter().find_map(|e| match e {
             Extension::ShardId(id) => Some(*id),
             _ => None,
@@ -887,14 +906,10 @@ impl Cluster {
         Some((node.name, node.ip.as_str(), node.port))
     }
 
-    /// The plain client port of the node at `index` when its `port` is a TLS
-    /// one (it runs `tls-cluster yes`), else 0: what a plain client is told
-    /// under `tls-cluster` (Redis's `pport`).
-    pub fn node_pport(&self, index: usize) -> u16 {
-        self.nodes
-            .get(index)
-            .and_then(Option::as_ref)
-            .map_or(0, |node| node.pport)
+    /// The node at `index` of the node table (its client addresses: `ip`,
+    /// `port`, `pport` under `tls-cluster`, `hostname`).
+    pub fn node_at(&self, index: usize) -> Option<&Node> {
+        self.nodes.get(index)?.as_ref()
     }
 
     /// This node's name.

@@ -60,6 +60,7 @@ impl Cluster {
             if let Some(id) = line.shard_id.as_deref().and_then(node_name) {
                 node.shard_id = id;
             }
+            node.hostname = line.hostname.clone().unwrap_or_default();
             for &(first, last) in &line.slots {
                 cluster.owners[usize::from(first)..=usize::from(last)].fill(i as u32);
             }
@@ -101,6 +102,24 @@ impl Cluster {
     /// This node is a replica (ADDSLOTS and the like are for masters).
     pub fn is_replica(&self) -> bool {
         !self.node(MYSELF).is_master()
+    }
+
+    /// Node `i`'s hostname is `hostname` ("": none); true when that changed
+    /// it (routing names hostnames: the slot map is built again).
+    pub(super) fn set_hostname(&mut self, i: usize, hostname: String) -> bool {
+        if self.node(i).hostname == hostname {
+            return false;
+        }
+        self.node_mut(i).hostname = hostname;
+        self.generation += 1;
+        true
+    }
+
+    /// CONFIG SET cluster-announce-hostname (and the start): this node's
+    /// hostname, sent in every PING/PONG/MEET from now on and kept in
+    /// nodes.conf; true when it changed.
+    pub fn set_own_hostname(&mut self, hostname: &str) -> bool {
+        self.set_hostname(MYSELF, hostname.to_string())
     }
 
     /// CLUSTER FORGET dropped `name` less than a minute before `now` (the

@@ -8,7 +8,7 @@
 //! and nodes.conf (`[slot->-node]`, `[slot-<-node]`) and read by routing (`-ASK`
 //! for a migrating slot's missing keys, ASKING for an importing slot's).
 
-use super::{flag, Cluster, Kind, LinkId, MYSELF};
+use super::{flag, Cluster, Kind, LinkId, Node, MYSELF};
 use crate::cluster::bus::message::NodeName;
 
 /// Slots, each with a node's name, as nodes.conf lists slots in flight.
@@ -170,14 +170,12 @@ impl Cluster {
         !self.migrating.is_empty() || !self.importing.is_empty()
     }
 
-    /// This node's migrating slots, each with the client address (ip, port,
-    /// plain port under `tls-cluster`) of the node it moves to: what `-ASK`
-    /// names (the slot map's copy).
-    pub fn migrating_slots(&self) -> impl Iterator<Item = (u16, &str, u16, u16)> + '_ {
-        self.migrating.iter().filter_map(|(&slot, &i)| {
-            let node = self.nodes.get(i)?.as_ref()?;
-            Some((slot, node.ip.as_str(), node.port, node.pport))
-        })
+    /// This node's migrating slots, each with the node it moves to: what
+    /// `-ASK` names (the slot map's copy).
+    pub fn migrating_slots(&self) -> impl Iterator<Item = (u16, &Node)> + '_ {
+        self.migrating
+            .iter()
+            .filter_map(|(&slot, &i)| Some((slot, self.nodes.get(i)?.as_ref()?)))
     }
 
     /// This node's importing slots.

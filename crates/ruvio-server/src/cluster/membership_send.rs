@@ -94,15 +94,21 @@ impl Cluster {
                 }
             })
             .collect();
-        // Extensions only to a node that reads them (see the module docs).
+        // The hostname to every node (Redis 7.0 sends it so, and reads it);
+        // the shard id only to a node that reads extensions (see the module
+        // docs).
+        let me = self.node(MYSELF);
+        let mut extensions = Vec::new();
+        if !me.hostname.is_empty() {
+            extensions.push(Extension::Hostname(me.hostname.as_bytes().to_vec()));
+        }
         let reader = to.or_else(|| self.links.get(&link).copied().flatten());
         let reads_extensions = reader
             .and_then(|i| self.nodes[i].as_ref())
             .is_some_and(|n| n.supports_extensions);
-        let extensions = match reads_extensions {
-            true => vec![Extension::ShardId(self.node(MYSELF).shard_id)],
-            false => Vec::new(),
-        };
+        if reads_extensions {
+            extensions.push(Extension::ShardId(me.shard_id));
+        }
         let body = Body::Ping { gossip, extensions };
         let message = Message::new(kind, self.header(), body);
         if let Some(i) = to.filter(|_| kind == Kind::Ping) {

@@ -45,7 +45,7 @@ impl Cluster {
             port: node.port,
             pport: node.pport,
             cport: node.cport,
-            hostname: None,
+            hostname: (!node.hostname.is_empty()).then(|| node.hostname.clone()),
             shard_id: Some(String::from_utf8_lossy(&node.shard_id).into_owned()),
             flags: FLAG_NAMES
                 .iter()

@@ -129,6 +129,8 @@ impl ShardNode {
         if !cfg.cluster_announce_ip.is_empty() {
             cluster.set_own_ip(&cfg.cluster_announce_ip, true);
         }
+        // The setting's, not what nodes.conf kept (Redis 7.0's clusterInit).
+        cluster.set_own_hostname(cfg.param("cluster-announce-hostname"));
         let links = Links::bind(&cfg.bind, cport)
             .map_err(|e| format!("cluster bus port {}:{cport}: {e}", cfg.bind))?;
         let mut node = ShardNode {
@@ -258,6 +260,20 @@ impl ShardNode {
     /// CONFIG SET tls-cluster: what redirections name to plain clients.
     pub fn set_tls_cluster(&mut self, on: bool) {
         self.routes.set_tls_cluster(on);
+    }
+
+    /// CONFIG SET cluster-preferred-endpoint-type: what redirections name a
+    /// node by.
+    pub fn set_endpoint(&mut self, endpoint: crate::config::cluster::Endpoint) {
+        self.routes.set_endpoint(endpoint);
+    }
+
+    /// CONFIG SET cluster-announce-hostname: sent from the next PING on,
+    /// shown and saved at once.
+    pub fn announce_hostname(&mut self, hostname: &str) {
+        if self.cluster.set_own_hostname(hostname) {
+            self.changed();
+        }
     }
 
     /// CONFIG SET cluster-require-full-coverage: the state, and the routes,

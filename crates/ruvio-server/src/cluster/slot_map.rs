@@ -9,8 +9,9 @@
 //! [`Cluster::generation`] moved, so shard 0 can hand each other shard a copy
 //! (an `Arc`) instead of the membership.
 
-use super::membership::{Cluster, State};
+use super::membership::{Cluster, Node, State};
 use super::node::ServedSlots;
+use crate::config::cluster::Endpoint;
 use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::CmdError;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,22 +37,34 @@ pub enum SlotRoute {
 
 /// Where a client is sent: a node's address as its bus header gives it.
 /// Under the node's `tls-cluster yes` `port` is its TLS port and `pport` its
-/// plain one (0 otherwise).
+/// plain one (0 otherwise); `hostname` its `cluster-announce-hostname`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct ClientAddress {
     ip: String,
     port: u16,
     pport: u16,
+    hostname: String,
 }
 
 impl ClientAddress {
-    /// The address a client is told: Redis's `clusterRedirectClient` names the
-    /// plain port to a plain client while this node runs `tls-cluster yes`
-    /// (`plain`), when the node has one.
-    fn told(&self, plain: bool) -> (&str, u16) {
+    fn of(node: &Node) -> ClientAddress {
+        ClientAddress {
+            ip: node.ip.clone(),
+            port: node.port,
+            pport: node.pport,
+            hostname: node.hostname.clone(),
+        }
+    }
+
+    /// The address a client is told: the endpoint this node prefers
+    /// (`cluster-preferred-endpoint-type`), and the plain port to a plain
+    /// client while this node runs `tls-cluster yes` (`plain`), when the node
+    /// has one (Redis's `clusterRedirectClient`).
+    fn told(&self, endpoint: Endpoint, plain: bool) -> (&str, u16) {
+        let host = endpoint.of(&self.ip, &self.hostname);
         match plain && self.pport != 0 {
-            true => (&self.ip, self.pport),
-            false => (&self.ip, self.port),
+            true => (host, self.pport),
+            false => (host, self.port),
         }
     }
 }
@@ -113,26 +126,19 @@ impl SlotMap {
         // 1.2 M instructions).
         let mut entry_of: Vec<Option<u16>> = Vec::new();
         let mut entry_for = |owner: usize| {
-            let (name, ip, port) = cluster.node_address(owner)?;
-            if name == myself {
+            let node = cluster.node_at(owner)?;
+            if node.name == myself {
                 return Some(SLOT_HERE);
             }
-            let pport = cluster.node_pport(owner);
-            let at = match targets
-                .iter()
-                .position(|t| t.ip == ip && t.port == port && t.pport == pport)
-            {
+            let address = ClientAddress::of(node);
+            let at = match targets.iter().position(|t| *t == address) {
                 Some(at) => at,
                 None => {
-                    targets.push(ClientAddress {
-                        ip: ip.to_string(),
-                        port,
-                        pport,
-                    });
+                    targets.push(address);
                     targets.len() - 1
                 }
             };
-            if master_name == Some(name) {
+            if master_name == Some(node.name) {
                 *master = Some(at as u16);
             }
             Some(at as u16)
@@ -150,10 +156,7 @@ impl SlotMap {
         }
         self.migrating = cluster
             .migrating_slots()
-            .map(|(slot, ip, port, pport)| {
-                let ip = ip.to_string();
-                (slot, ClientAddress { ip, port, pport })
-            })
+            .map(|(slot, node)| (slot, ClientAddress::of(node)))
             .collect();
         self.importing = cluster.importing_slots().collect();
         true
@@ -179,11 +182,12 @@ impl SlotMap {
         }
     }
 
-    /// The client address of a [`SlotRoute::Moved`] target; `plain`: told to
-    /// a plain client under `tls-cluster yes` ([`NodeRoutes::moved`]).
-    pub fn target(&self, target: u16, plain: bool) -> (&str, u16) {
+    /// The client address of a [`SlotRoute::Moved`] target by `endpoint`;
+    /// `plain`: told to a plain client under `tls-cluster yes`
+    /// ([`NodeRoutes::moved`]).
+    pub fn target(&self, target: u16, endpoint: Endpoint, plain: bool) -> (&str, u16) {
         match self.targets.get(usize::from(target)) {
-            Some(address) => address.told(plain),
+            Some(address) => address.told(endpoint, plain),
             None => ("", 0),
         }
     }
@@ -194,9 +198,11 @@ impl SlotMap {
     }
 
     /// The address `slot` is migrating to, when the node marked it MIGRATING;
-    /// `plain` as for [`SlotMap::target`].
-    pub fn migrating_to(&self, slot: u16, plain: bool) -> Option<(&str, u16)> {
-        self.migrating.get(&slot).map(|address| address.told(plain))
+    /// `endpoint` and `plain` as for [`SlotMap::target`].
+    pub fn migrating_to(&self, slot: u16, endpoint: Endpoint, plain: bool) -> Option<(&str, u16)> {
+        self.migrating
+            .get(&slot)
+            .map(|address| address.told(endpoint, plain))
     }
 
     /// The cluster state was `fail` when the map was built.
@@ -241,6 +247,8 @@ pub struct NodeRoutes {
     reads_when_down: bool,
     /// `tls-cluster yes`: redirections name the plain port to plain clients.
     tls_cluster: bool,
+    /// `cluster-preferred-endpoint-type`: what redirections name a node by.
+    endpoint: Endpoint,
     /// The slots whose entry is this node, for the shard's scripts.
     served: Rc<ServedSlots>,
 }
@@ -252,6 +260,7 @@ impl NodeRoutes {
             map: Arc::new(SlotMap::unbuilt()),
             reads_when_down: false,
             tls_cluster: false,
+            endpoint: Endpoint::Ip,
             served: Rc::new(ServedSlots::new()),
         }
     }
@@ -312,6 +321,11 @@ impl NodeRoutes {
         self.tls_cluster = on;
     }
 
+    /// CONFIG SET cluster-preferred-endpoint-type.
+    pub fn set_endpoint(&mut self, endpoint: Endpoint) {
+        self.endpoint = endpoint;
+    }
+
     /// A client of that transport is told nodes' plain ports (Redis's
     /// `use_pport`: this node runs `tls-cluster yes`, the client came in plain).
     fn tells_plain(&self, client_tls: bool) -> bool {
@@ -321,7 +335,8 @@ impl NodeRoutes {
     /// `-MOVED` to [`SlotRoute::Moved`] target `target`, as a client of that
     /// transport is told it.
     pub fn moved(&self, slot: u16, target: u16, client_tls: bool) -> CmdError {
-        let (host, port) = self.map.target(target, self.tells_plain(client_tls));
+        let plain = self.tells_plain(client_tls);
+        let (host, port) = self.map.target(target, self.endpoint, plain);
         CmdError::Moved {
             slot,
             host: host.to_string(),
@@ -333,7 +348,10 @@ impl NodeRoutes {
     /// transport is told it.
     pub fn ask(&self, slot: u16, client_tls: bool) -> CmdError {
         let plain = self.tells_plain(client_tls);
-        let (host, port) = self.map.migrating_to(slot, plain).unwrap_or(("", 0));
+        let (host, port) = self
+            .map
+            .migrating_to(slot, self.endpoint, plain)
+            .unwrap_or(("", 0));
         CmdError::Ask {
             slot,
             host: host.to_string(),

@@ -354,6 +354,7 @@ fn asker<'a, S: Server>(ctx: &'a Ctx<'_, S>) -> bus::Asker<'a> {
         own_ip: announced_host(ctx),
         tls_cluster: ctx.core.settings().param("tls-cluster") == "yes",
         tls: ctx.client.tls,
+        endpoint: ctx.core.settings().preferred_endpoint(),
     }
 }
 

@@ -14,6 +14,7 @@ use crate::cluster::bus::links::KINDS;
 use crate::cluster::membership::{SetSlot, State};
 use crate::cluster::node::ShardNode;
 use crate::cluster::nodes_file::{render_line, NodeLine};
+use crate::config::cluster::Endpoint;
 use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};
@@ -162,6 +163,8 @@ pub(super) struct Asker<'a> {
     pub tls_cluster: bool,
     /// The client came in on a TLS port.
     pub tls: bool,
+    /// `cluster-preferred-endpoint-type`: what SLOTS and SHARDS name a node by.
+    pub endpoint: Endpoint,
 }
 
 impl Asker<'_> {
@@ -266,13 +269,29 @@ fn listed(mut lines: Vec<NodeLine>) -> Vec<NodeLine> {
     lines
 }
 
-/// One node as CLUSTER SLOTS shows it: ip, port, id, metadata (none).
-fn slots_entry(reply: &mut Reply<'_>, line: &NodeLine) {
+/// One node as CLUSTER SLOTS shows it (Redis 7.0's `addNodeToNodeReply`):
+/// the preferred endpoint (a null for `unknown-endpoint`), port, id, and the
+/// addresses that are not the endpoint (`ip`, a `hostname` it announced).
+fn slots_entry(reply: &mut Reply<'_>, line: &NodeLine, endpoint: Endpoint) {
+    let hostname = line.hostname.as_deref().unwrap_or_default();
     reply.array(4);
-    reply.bulk(line.ip.as_bytes());
+    match endpoint {
+        Endpoint::Unknown => reply.null(),
+        endpoint => reply.bulk(endpoint.of(&line.ip, hostname).as_bytes()),
+    }
     reply.int(i64::from(line.port));
     reply.bulk(line.name.as_bytes());
-    reply.map(0);
+    let ip = endpoint != Endpoint::Ip;
+    let host = endpoint != Endpoint::Hostname && !hostname.is_empty();
+    reply.map(usize::from(ip) + usize::from(host));
+    if ip {
+        reply.bulk(b"ip");
+        reply.bulk(line.ip.as_bytes());
+    }
+    if host {
+        reply.bulk(b"hostname");
+        reply.bulk(hostname.as_bytes());
+    }
 }
 
 /// CLUSTER SLOTS: each master's slot ranges in slot order, with its replicas
@@ -293,8 +312,10 @@ pub(super) fn slots(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>) 
         reply.array(3 + replicas.len());
         reply.int(i64::from(first));
         reply.int(i64::from(last));
-        slots_entry(reply, master);
-        replicas.iter().for_each(|r| slots_entry(reply, r));
+        slots_entry(reply, master, asker.endpoint);
+        replicas
+            .iter()
+            .for_each(|r| slots_entry(reply, r, asker.endpoint));
     }
     Ok(())
 }
@@ -338,7 +359,9 @@ pub(super) fn shards(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>)
                 true => (member.pport, Some(member.port)),
                 false => (member.port, None),
             };
-            reply.map(6 + usize::from(port != 0) + usize::from(tls_port.is_some()));
+            let hostname = member.hostname.as_deref().unwrap_or_default();
+            let fields = 6 + usize::from(!hostname.is_empty());
+            reply.map(fields + usize::from(port != 0) + usize::from(tls_port.is_some()));
             reply.bulk(b"id");
             reply.bulk(member.name.as_bytes());
             if port != 0 {
@@ -352,7 +375,11 @@ pub(super) fn shards(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>)
             reply.bulk(b"ip");
             reply.bulk(member.ip.as_bytes());
             reply.bulk(b"endpoint");
-            reply.bulk(member.ip.as_bytes());
+            reply.bulk(asker.endpoint.of(&member.ip, hostname).as_bytes());
+            if !hostname.is_empty() {
+                reply.bulk(b"hostname");
+                reply.bulk(hostname.as_bytes());
+            }
             reply.bulk(b"role");
             reply.bulk(role);
             reply.bulk(b"replication-offset");

@@ -17,6 +17,39 @@ use std::path::PathBuf;
 /// `cluster-port` is 0 (Redis's `CLUSTER_PORT_INCR`).
 pub const BUS_PORT_OFFSET: u16 = 10000;
 
+/// `cluster-preferred-endpoint-type`: what a redirection and CLUSTER SLOTS
+/// name a node by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Endpoint {
+    #[default]
+    Ip,
+    Hostname,
+    /// `unknown-endpoint`: nothing (the client goes where it asked).
+    Unknown,
+}
+
+impl Endpoint {
+    /// The setting's value (checked against its words already).
+    pub fn parse(value: &str) -> Endpoint {
+        match value {
+            "hostname" => Endpoint::Hostname,
+            "unknown-endpoint" => Endpoint::Unknown,
+            _ => Endpoint::Ip,
+        }
+    }
+
+    /// Redis 7.0's `getPreferredEndpoint` for a node at `ip` announcing
+    /// `hostname` ("": none): `?` for a hostname it has not got.
+    pub fn of<'a>(self, ip: &'a str, hostname: &'a str) -> &'a str {
+        match self {
+            Endpoint::Ip => ip,
+            Endpoint::Hostname if hostname.is_empty() => "?",
+            Endpoint::Hostname => hostname,
+            Endpoint::Unknown => "",
+        }
+    }
+}
+
 /// The ports a node tells the cluster it is reached at: in every bus header it
 /// sends, in its own line of CLUSTER NODES and nodes.conf, in CLUSTER SLOTS and
 /// SHARDS (Redis's `myself->port`, `pport`, `cport`).

@@ -552,6 +552,11 @@ impl Config {
         }
     }
 
+    /// `cluster-preferred-endpoint-type`.
+    pub fn preferred_endpoint(&self) -> cluster::Endpoint {
+        cluster::Endpoint::parse(self.param("cluster-preferred-endpoint-type"))
+    }
+
     /// The TLS files and client-certificate rule the TLS port uses.
     pub fn tls_files(&self) -> TlsFiles<'_> {
         TlsFiles {

@@ -569,7 +569,7 @@ fn aof_dirname(v: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn announced_hostname(v: &str) -> Result<(), &'static str> {
+pub(crate) fn announced_hostname(v: &str) -> Result<(), &'static str> {
     if v.bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
     {

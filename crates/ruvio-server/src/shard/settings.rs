@@ -477,6 +477,22 @@ const LIVE: &[Live] = &[
         }
         Ok(())
     }),
+    applied("cluster-preferred-endpoint-type", |c, v| {
+        let endpoint = crate::config::cluster::Endpoint::parse(v);
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.set_endpoint(endpoint);
+        }
+        if let Some(routes) = c.node_follower.as_mut() {
+            routes.set_endpoint(endpoint);
+        }
+        Ok(())
+    }),
+    applied("cluster-announce-hostname", |c, v| {
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.announce_hostname(v);
+        }
+        Ok(())
+    }),
     applied("cluster-require-full-coverage", |c, v| {
         if let Some(node) = c.cluster_node.as_mut() {
             node.set_require_full_coverage(yes(v));
