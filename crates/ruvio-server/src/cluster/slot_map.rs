@@ -240,7 +240,10 @@ pub struct Asker {
 
 /// What routing reads on one shard of a node: the slot map (the node's own, or
 /// in forward mode shard 0's copy), `cluster-allow-reads-when-down`,
-/// `tls-cluster`, and the slots the shard's scripts may reach.
+/// `tls-cluster`, and the slots the shard's scripts may reach. A clone shares
+/// the map and the slots (a busy script's hook routes by one:
+/// `shard/busy_routes.rs`).
+#[derive(Clone)]
 pub struct NodeRoutes {
     map: Arc<SlotMap>,
     /// `cluster-allow-reads-when-down`: a down cluster still serves reads.

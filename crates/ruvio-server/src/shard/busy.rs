@@ -8,7 +8,8 @@
 //! the loop and without touching the keyspace:
 //! - `-BUSY` (the EVAL or the function text) to every command Redis refuses so,
 //!   after the checks Redis makes first (unknown command, arity, NOAUTH, in
-//!   per-shard mode `-MOVED` / `-CROSSSLOT`, RESP2 subscribed mode's error);
+//!   per-shard mode and on a node of the bus `-MOVED` / `-CROSSSLOT`, RESP2
+//!   subscribed mode's error);
 //!   inside MULTI the transaction is flagged, and EXEC discards it as Redis'
 //!   does;
 //! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
@@ -75,11 +76,12 @@
 //! `answer`, the one long function, is a table of Redis's busy-time answers
 //! read top to bottom.
 
+use crate::cluster::slot_map::Asker;
 use crate::cluster::topology::Topology;
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::{ClientState, Conn, ReplyMode};
-use ruvio_engine::command::flags::{ALLOW_BUSY, NO_AUTH};
+use ruvio_engine::command::flags::{ALLOW_BUSY, NO_AUTH, WRITE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -238,8 +240,8 @@ pub struct Settings {
     pub topo: Arc<Topology>,
     /// `cluster-announce-ip` (the host MOVED names).
     pub announce_ip: String,
-    /// `cluster-enabled yes`: the slots are the bus's, which the shard's node
-    /// holds and a busy shard cannot read; keys are not redirected (`-BUSY`).
+    /// `cluster-enabled yes`: the slots are the bus's, read from the copy kept
+    /// at the script's start (`busy_routes`).
     pub cluster_bus: bool,
     /// The ACL users: whether new clients must authenticate, and AUTH's check.
     pub acl: Arc<crate::acl::Acl>,
@@ -688,8 +690,7 @@ fn answer(
         Ok(row) => row,
         Err(e) => return refuse(client, &e, reply),
     };
-    let local = client.as_ref().map_or("", |c| c.local.as_str());
-    if let Some(e) = redirection(settings, row, args, local) {
+    if let Some(e) = redirection(settings, row, args, client.as_deref()) {
         return refuse(client, &e, reply);
     }
     // RESP2 subscribed mode, checked before -BUSY as Redis' processCommand does.
@@ -963,19 +964,20 @@ fn answer(
     }
 }
 
-/// Per-shard mode: Redis Cluster's `-MOVED` for a key of another shard, or
-/// `-CROSSSLOT` (as `shard::route::route` decides them).
+/// Per-shard mode or a node of the bus: Redis Cluster's `-CROSSSLOT`, and for
+/// a key another shard (node) serves its `-MOVED` (a node's `-CLUSTERDOWN`
+/// too), as `shard::route::route` decides them.
 fn redirection(
     settings: &Settings,
     row: &Command,
     args: Args<'_>,
-    local: &str,
+    client: Option<&ClientState>,
 ) -> Option<CmdError> {
     let topo = &settings.topo;
     // WATCH is a server command with keys: redirected as the loop's
     // `transactions::multi` redirects it.
     let keyed = matches!(row.handler, Some(Handler::Engine(_))) || row.meta.name == "watch";
-    if topo.mode != PortMode::PerShard || !keyed {
+    if (topo.mode != PortMode::PerShard && !settings.cluster_bus) || !keyed {
         return None;
     }
     let mut positions = row.meta.keys.positions(args).into_iter();
@@ -984,10 +986,14 @@ fn redirection(
         return Some(CmdError::CrossSlot);
     }
     if settings.cluster_bus {
-        // The fixed topology is not the cluster's: better -BUSY than a MOVED
-        // to a shard that does not serve the slot.
-        return None;
+        let who = Asker {
+            master: client.is_some_and(|c| c.master),
+            readonly: client.is_some_and(|c| c.readonly),
+            tls: client.is_some_and(|c| c.tls),
+        };
+        return super::busy_routes::node_redirection(slot, row.meta.has(WRITE), who);
     }
+    let local = client.map_or("", |c| c.local.as_str());
     let owner = topo.owner(slot);
     (owner != settings.shard).then(|| CmdError::Moved {
         slot,

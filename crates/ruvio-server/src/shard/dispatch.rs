@@ -580,6 +580,7 @@ pub(super) fn run_local(
                     // Lent to the hook that answers the other clients while a
                     // script is busy.
                     let _lent = crate::net::lent::lend(conns);
+                    super::busy_routes::keep_for_script(core.node_routes());
                     run_engine(core, cmd, caller, args, replies.sink())
                 }
                 false => run_engine(core, cmd, caller, args, replies.sink()),

@@ -417,7 +417,10 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, mut bat
         // `run_engine` contains a panicking handler itself (docs/faults.md).
         let block = {
             // Lent to the hook that answers the other clients while a script is busy.
-            let _lent = script.then(|| crate::net::lent::lend(conns));
+            let _lent = script.then(|| {
+                super::busy_routes::keep_for_script(core.node_routes());
+                crate::net::lent::lend(conns)
+            });
             run_engine(core, cmd, caller, args, &mut out)
         };
         let ns = timed.map(|t| core.timing.elapsed_ns(t));

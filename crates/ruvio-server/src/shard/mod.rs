@@ -26,6 +26,7 @@
 
 pub mod blocking;
 pub mod busy;
+pub mod busy_routes;
 mod conn_io;
 pub mod dispatch;
 mod elsewhere;
@@ -246,7 +247,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
-            cluster_bus: self.core.cluster_node.is_some(),
+            cluster_bus: self.core.cfg.cluster_bus(),
             acl: self.core.shared.acl.clone(),
             shared: self.core.shared.clone(),
         };

@@ -451,7 +451,10 @@ fn finish_with(
                 script_may_borrow_now(op.plan.len() <= 1);
             }
             // Lent to the hook that answers the other clients while a script is busy.
-            let _lent = script.then(|| crate::net::lent::lend(conns));
+            let _lent = script.then(|| {
+                crate::shard::busy_routes::keep_for_script(core.node_routes());
+                crate::net::lent::lend(conns)
+            });
             // Timed here, where it runs (its origin handed it off).
             let timed = core.command_timing().start();
             let ran = run_engine(core, cmd, caller, op.argv.args(), &mut out);
