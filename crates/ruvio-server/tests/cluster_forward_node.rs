@@ -578,3 +578,77 @@ fn setslot_node_refuses_a_slot_with_keys_on_either_shard() {
         assert_eq!(seen, expected, "from shard {shard}");
     }
 }
+
+/// Under `--durability always` a write to a slot importing into the node,
+/// sent after ASKING to the shard that does not hold the slot's keys (so it
+/// is asked of the other shard), is answered only once its record is synced:
+/// with shard 1's fdatasyncs held 200 ms (`RUVIO_FAULT=wal:slow-fsync-1`,
+/// debug builds) each such answer takes that long, while a write of shard 0's
+/// own key answers at once; after a SIGKILL every key is there again.
+#[test]
+fn an_asked_write_under_always_is_answered_once_synced() {
+    if require_redis_server("cluster_forward_node").is_none() || !cfg!(debug_assertions) {
+        return;
+    }
+    let peer = Server::redis_cluster_node();
+    let dir = unique_dir("fwd-asked-always");
+    let dir_text = dir.to_str().expect("a UTF-8 path").to_string();
+    let bus = free_ports(1, false).to_string();
+    let start = |fault: &str| {
+        let flags = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-port",
+            bus.as_str(),
+            "--dir",
+            dir_text.as_str(),
+            "--durability",
+            "always",
+        ];
+        Server::ruvio_with_env(PortMode::Forward, 2, &flags, &[("RUVIO_FAULT", fault)])
+    };
+    let node = start("wal:slow-fsync-1");
+    common::cluster_process::halves(node.port(), peer.port());
+    // 12182 is the peer's, and its keys would be shard 1's in this node.
+    let slot = "12182";
+    ok(
+        node.port(),
+        &["CLUSTER", "SETSLOT", slot, "IMPORTING", &myid(peer.port())],
+    );
+    let tag = (0..)
+        .map(|i| format!("t{i}"))
+        .find(|t| text(&RawConn::connect(node.port()).cmd(&["CLUSTER", "KEYSLOT", t])) == slot)
+        .expect("a tag of the slot");
+    let [mut on_shard_0, _] = one_on_each_shard(node.port());
+    let own = key_served_by(node.port(), "own");
+    let timed = |conn: &mut RawConn, words: &[&str]| {
+        let started = std::time::Instant::now();
+        assert_eq!(conn.cmd(words), b"+OK\r\n");
+        started.elapsed()
+    };
+    for i in 0..3 {
+        let key = format!("{{{tag}}}:{i}");
+        assert_eq!(on_shard_0.cmd(&["ASKING"]), b"+OK\r\n");
+        let took = timed(&mut on_shard_0, &["SET", &key, "v"]);
+        assert!(
+            took.as_millis() >= 150,
+            "answered before the sync: {took:?}"
+        );
+    }
+    let took = timed(&mut on_shard_0, &["SET", &own, "v"]);
+    assert!(
+        took.as_millis() < 150,
+        "shard 0's own write waited: {took:?}"
+    );
+    drop(node); // SIGKILL right after the last answer
+    let node = start("");
+    wait_for("the node is back with the slot's keys", || {
+        let reply = RawConn::connect(node.port()).cmd(&["CLUSTER", "COUNTKEYSINSLOT", slot]);
+        match text(&reply).as_str() {
+            "3" => Ok(()),
+            other => Err(other.to_string()),
+        }
+    });
+}

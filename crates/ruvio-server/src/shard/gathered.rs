@@ -132,6 +132,7 @@ pub fn answer_clients(
     query: &ClientQuery,
 ) {
     let started = core.timing.start();
+    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let part = match query {
         ClientQuery::Run(asked) => super::node_forward::run_asked(core, conns, (from, tag), asked),
         query => crate::cmd::client::answer(core, conns, None, query),
@@ -140,5 +141,7 @@ pub fn answer_clients(
     // before its answer does.
     super::node_forward::publish_node_map(core);
     let ns = started.map(|t| core.timing.elapsed_ns(t));
-    core.outbox.reply(from, tag.ran(ns), &part);
+    // A write asked of this shard (a slot in flight's key here) is answered
+    // once its record is durable under `always`, as a forwarded write is.
+    crate::persistence::durable::reply_forwarded(core, from, tag.ran(ns), &part, filling_before);
 }
