@@ -9,7 +9,7 @@ mod common;
 
 use common::bus_node::wait_for;
 use common::busy::{set_busy_threshold, BUSY, THRESHOLD_MS};
-use common::cluster_process::{ok, text, Node};
+use common::cluster_process::{key_in, ok, text, Node};
 use common::*;
 use std::time::Duration;
 
@@ -17,17 +17,6 @@ use std::time::Duration;
 struct Started {
     _guard: Box<dyn std::any::Any>,
     port: u16,
-}
-
-/// A key whose slot is in `range`.
-fn key_in(port: u16, range: std::ops::Range<u16>) -> String {
-    (0..)
-        .map(|i| format!("key:{i}"))
-        .find(|key| {
-            let reply = RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", key]);
-            text(&reply).parse().is_ok_and(|slot| range.contains(&slot))
-        })
-        .expect("a key of the range")
 }
 
 /// What node A (slots 0-8191), busy with a script, tells a client of its
@@ -50,7 +39,7 @@ fn told_while_busy(a: Started) -> Vec<String> {
         }
         Ok(())
     });
-    let (own, other) = (key_in(a.port, 0..8192), key_in(a.port, 8192..16384));
+    let (own, other) = (key_in(a.port, 0..8192).0, key_in(a.port, 8192..16384).0);
     let mut witness = RawConn::connect(a.port);
     let mut runner = RawConn::connect(a.port);
     set_busy_threshold(&mut runner);

@@ -11,7 +11,7 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{ok, text, Node};
+use common::cluster_process::{key_in, ok, text, Node};
 use common::*;
 
 /// One node of a pair: what keeps it running, its client port.
@@ -44,17 +44,6 @@ fn redis_node(hostname: &str) -> Started {
         port: server.port(),
         _guard: Box::new(server),
     }
-}
-
-/// A key whose slot is in `range`.
-fn key_in(port: u16, range: std::ops::Range<u16>) -> String {
-    (0..)
-        .map(|i| format!("key:{i}"))
-        .find(|key| {
-            let reply = RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", key]);
-            text(&reply).parse().is_ok_and(|slot| range.contains(&slot))
-        })
-        .expect("a key of the range")
 }
 
 /// The address field (`ip:port@cport[,hostname]`) of the line of the node
@@ -118,7 +107,7 @@ fn told(start_a: impl Fn(&str) -> Started, start_b: impl Fn(&str) -> Started) ->
         Ok(())
     });
     let mut told = vec![address_of(a.port, &b_id), address_of(b.port, &a_id)];
-    let moved_key = key_in(a.port, 8192..16384);
+    let moved_key = key_in(a.port, 8192..16384).0;
     for endpoint in ["ip", "hostname", "unknown-endpoint"] {
         ok(
             a.port,

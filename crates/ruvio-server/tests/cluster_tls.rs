@@ -10,7 +10,7 @@ mod common;
 
 use common::bus_node::wait_for;
 use common::certs;
-use common::cluster_process::{ok, text, Node};
+use common::cluster_process::{key_in, ok, text, Node};
 use common::*;
 use std::path::Path;
 use std::process::Command;
@@ -48,18 +48,6 @@ fn over_tls(certs: &Path, port: u16, command: &[&str]) -> String {
         .output()
         .expect("redis-cli");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A key whose slot is in `range`, and its slot.
-fn key_in(port: u16, range: std::ops::Range<u16>) -> (String, u16) {
-    (0..)
-        .map(|i| format!("key:{i}"))
-        .find_map(|key| {
-            let reply = RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", &key]);
-            let slot: u16 = text(&reply).parse().ok()?;
-            range.contains(&slot).then_some((key, slot))
-        })
-        .expect("a key of the range")
 }
 
 /// What a pair of nodes (A serving slots 0-8191, B the rest, then A's slot of

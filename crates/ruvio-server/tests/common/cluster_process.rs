@@ -109,6 +109,19 @@ pub fn text(reply: &[u8]) -> String {
     decode(reply).text()
 }
 
+/// A key (`key:<n>`) whose slot is in `range`, and its slot, as `port`'s
+/// CLUSTER KEYSLOT says.
+pub fn key_in(port: u16, range: std::ops::Range<u16>) -> (String, u16) {
+    (0..)
+        .map(|i| format!("key:{i}"))
+        .find_map(|key| {
+            let reply = RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", &key]);
+            let slot: u16 = text(&reply).parse().ok()?;
+            range.contains(&slot).then_some((key, slot))
+        })
+        .expect("a key of the range")
+}
+
 pub fn cluster_nodes(port: u16) -> Vec<NodeLine> {
     text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]))
         .lines()

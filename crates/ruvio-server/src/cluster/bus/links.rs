@@ -308,6 +308,14 @@ fn read_messages(io: &mut LinkIo) -> Result<LinkRead, ()> {
     Ok(LinkRead { messages, closed })
 }
 
+/// A link's read failed: logged as Redis does; the link ends.
+fn read_failed(e: &std::io::Error) {
+    log(
+        Level::Debug,
+        &format!("I/O error reading from node link: {e}"),
+    );
+}
+
 /// Appends what the socket has to `input`; true when the peer closed it.
 fn read_plain(socket: &Socket, input: &mut Vec<u8>) -> Result<bool, ()> {
     let mut chunk = [0u8; READ_CHUNK];
@@ -318,10 +326,7 @@ fn read_plain(socket: &Socket, input: &mut Vec<u8>) -> Result<bool, ()> {
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
-                log(
-                    Level::Debug,
-                    &format!("I/O error reading from node link: {e}"),
-                );
+                read_failed(&e);
                 return Err(());
             }
         }
@@ -346,10 +351,7 @@ fn read_tls(
             Err(e) if e.kind() == ErrorKind::WouldBlock => (false, true),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => {
-                log(
-                    Level::Debug,
-                    &format!("I/O error reading from node link: {e}"),
-                );
+                read_failed(&e);
                 return Err(());
             }
         };
