@@ -6,7 +6,10 @@
 //! Apart from membership.rs's rules for what it receives, so that the reading
 //! side and the writing side of the protocol each fit on a screen or two.
 
-use super::*;
+use super::{
+    flag, Action, Body, Cluster, Extension, Gossip, Header, Kind, LinkId, Message, State,
+    MFLAG_EXT_DATA, MFLAG_PAUSED, MYSELF,
+};
 
 impl Cluster {
     /// The header of every message this node sends.
