@@ -652,3 +652,75 @@ fn an_asked_write_under_always_is_answered_once_synced() {
         }
     });
 }
+
+/// What a BLPOP after ASKING on a slot importing into `port` (from `peer`)
+/// answers, from `waiter`: one served by a later RPUSH (after ASKING, from
+/// another connection), and one that times out after 300 ms (whether it
+/// waited for it); then a BLPOP from `gone`, which
+/// closes while it waits: the next push stays in the list.
+fn blocking_while_importing(
+    port: u16,
+    peer: u16,
+    (mut waiter, mut gone): (RawConn, RawConn),
+) -> Vec<String> {
+    let slot = "12182";
+    ok(
+        port,
+        &["CLUSTER", "SETSLOT", slot, "IMPORTING", &myid(peer)],
+    );
+    let tag = (0..)
+        .map(|i| format!("t{i}"))
+        .find(|t| text(&RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", t])) == slot)
+        .expect("a tag of the slot");
+    let key = format!("{{{tag}}}:queue");
+    let mut told = Vec::new();
+    assert_eq!(waiter.cmd(&["ASKING"]), b"+OK\r\n");
+    waiter.send(&encode(&["BLPOP", &key, "0"]));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut pusher = RawConn::connect(port);
+    assert_eq!(pusher.cmd(&["ASKING"]), b"+OK\r\n");
+    told.push(show(&pusher.cmd(&["RPUSH", &key, "job"])));
+    told.push(show(&waiter.read_reply()));
+    assert_eq!(waiter.cmd(&["ASKING"]), b"+OK\r\n");
+    let started = std::time::Instant::now();
+    told.push(show(&waiter.cmd(&["BLPOP", &key, "0.3"])));
+    let waited = started.elapsed() >= std::time::Duration::from_millis(250);
+    told.push(format!("waited its timeout: {waited}"));
+    assert_eq!(gone.cmd(&["ASKING"]), b"+OK\r\n");
+    gone.send(&encode(&["BLPOP", &key, "0"]));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(gone);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(pusher.cmd(&["ASKING"]), b"+OK\r\n");
+    told.push(show(&pusher.cmd(&["RPUSH", &key, "kept"])));
+    assert_eq!(pusher.cmd(&["ASKING"]), b"+OK\r\n");
+    told.push(show(&pusher.cmd(&["LRANGE", &key, "0", "-1"])));
+    told
+}
+
+/// A blocking command asked of the shard that holds an importing slot's keys
+/// parks there, as on redis-server: served by a later push, or timing out.
+#[test]
+fn a_blocking_command_on_an_importing_slot_waits_as_on_redis_server() {
+    if require_redis_server("cluster_forward_node").is_none() {
+        return;
+    }
+    let (redis, redis_peer) = (Server::redis_cluster_node(), Server::redis_cluster_node());
+    common::cluster_process::halves(redis.port(), redis_peer.port());
+    let conns = (
+        RawConn::connect(redis.port()),
+        RawConn::connect(redis.port()),
+    );
+    let expected = blocking_while_importing(redis.port(), redis_peer.port(), conns);
+    assert_eq!(expected[3], "waited its timeout: true", "{expected:?}");
+    let peer = Server::redis_cluster_node();
+    let port = free_ports(1, true);
+    let _node = Node::start_forward(port, 2, &unique_dir("fwd-asked-blocking"));
+    common::cluster_process::halves(port, peer.port());
+    // Shard 0's connections: the slot's keys are shard 1's.
+    let ([waiter, _], [gone, _]) = (one_on_each_shard(port), one_on_each_shard(port));
+    assert_eq!(
+        blocking_while_importing(port, peer.port(), (waiter, gone)),
+        expected
+    );
+}

@@ -19,6 +19,7 @@ impl AskedCommand {
             db: client.db,
             asking: client.asking,
             tls: client.tls,
+            may_block: !client.in_exec,
         }
     }
 }
@@ -154,4 +155,6 @@ pub struct AskedCommand {
     /// The client came in on the TLS port (the ports a redirection or CLUSTER
     /// SLOTS names to it under `tls-cluster yes`).
     pub tls: bool,
+    /// A blocking command may park there (not one of EXEC's queue).
+    pub may_block: bool,
 }

@@ -98,6 +98,15 @@ pub(super) fn run(
             if let Some(seq) = crate::mesh::gather::start(core, client, replies, who, gather) {
                 // Recorded once answered (`run_command`).
                 core.timing.await_reply(seq);
+                if cmd.meta.has(BLOCKING) && !client.in_exec {
+                    // It may park there, as a forwarded one: that shard is
+                    // told if the client goes away.
+                    client.blocked = Some(BlockedOn {
+                        seq,
+                        remote: Some(shard),
+                        command_bytes: Some(args.byte_len() as u32),
+                    });
+                }
             }
             Ok(())
         }

@@ -135,7 +135,11 @@ pub fn answer_clients(
     let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let part = match query {
         ClientQuery::Run(asked) => super::node_forward::run_asked(core, conns, (from, tag), asked),
-        query => crate::cmd::client::answer(core, conns, None, query),
+        query => Some(crate::cmd::client::answer(core, conns, None, query)),
+    };
+    let Some(part) = part else {
+        // Parked here: answered when served (`parked.rs`).
+        return;
     };
     // What the command changed of the node's slots reaches the asking shard
     // before its answer does.

@@ -112,13 +112,15 @@ pub(super) fn publish_slot_keys(core: &mut ShardCore, slot: u16) {
 /// client of the asker's protocol, database and address (not ACL-checked
 /// again: the asking shard admitted it); a keyed command of a slot in flight
 /// routed again here, where its keys are (`-ASK`, `-TRYAGAIN`, or run). Its
-/// reply, or its error, as that client reads it.
+/// reply, or its error, as that client reads it; `None` when it parked here (a
+/// blocking command on keys not there yet, as a forwarded one parks: its reply
+/// goes to the asking shard when it is served or times out).
 pub(super) fn run_asked(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     (from, tag): (usize, Tag),
     asked: &AskedCommand,
-) -> Vec<u8> {
+) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let args: OwnedArgs = asked.args.iter().map(Vec::as_slice).collect();
     let args = args.args();
@@ -127,7 +129,7 @@ pub(super) fn run_asked(
         .and_then(|cmd| cmd.resolve(args).ok());
     let Some(cmd) = row else {
         Reply::new(&mut out, asked.proto).error("ERR internal: an unknown command asked");
-        return out;
+        return Some(out);
     };
     match cmd.handler {
         Some(Handler::Server(handler)) => {
@@ -160,10 +162,15 @@ pub(super) fn run_asked(
                 false => InFlight::Plain,
             };
             match route(core, cmd, args, in_flight) {
-                // Answered at once, as a command of EXEC's queue: the tag
-                // does not let it block.
                 Route::Local => {
-                    drop(run_engine(core, cmd, tag.caller(from), args, &mut out));
+                    let mut caller = tag.caller(from);
+                    caller.may_block = asked.may_block;
+                    let ran = run_engine(core, cmd, caller, args, &mut out);
+                    if let Some(block) = ran.block {
+                        let waiter = super::blocking::Waiter::Remote { shard: from, tag };
+                        super::exec::park(core, waiter, caller, args, block);
+                        return None;
+                    }
                     // The clients blocked on the keys it wrote, as after a
                     // forwarded command.
                     super::exec::serve_ready(core, conns);
@@ -176,5 +183,5 @@ pub(super) fn run_asked(
         }
         None => Reply::new(&mut out, asked.proto).error("ERR internal: a container asked"),
     }
-    out
+    Some(out)
 }
