@@ -29,6 +29,9 @@
 //!   back while redis-py's RedisCluster writes: every acknowledged write reads
 //!   back, every key of a moved slot is on its new owner alone, and `redis-cli
 //!   --cluster check` finds the cluster whole.
+//! - A command asked of the shard holding an importing slot's keys: under
+//!   `always` a write answers once synced there; a BLPOP parks there and
+//!   waits as on redis-server (served, timed out, its client gone).
 
 mod common;
 
@@ -579,6 +582,14 @@ fn setslot_node_refuses_a_slot_with_keys_on_either_shard() {
     }
 }
 
+/// A hash tag (`t<n>`) whose slot is `slot`, as `port`'s CLUSTER KEYSLOT says.
+fn tag_of_slot(port: u16, slot: &str) -> String {
+    (0..)
+        .map(|i| format!("t{i}"))
+        .find(|t| text(&RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", t])) == slot)
+        .expect("a tag of the slot")
+}
+
 /// Under `--durability always` a write to a slot importing into the node,
 /// sent after ASKING to the shard that does not hold the slot's keys (so it
 /// is asked of the other shard), is answered only once its record is synced:
@@ -617,10 +628,7 @@ fn an_asked_write_under_always_is_answered_once_synced() {
         node.port(),
         &["CLUSTER", "SETSLOT", slot, "IMPORTING", &myid(peer.port())],
     );
-    let tag = (0..)
-        .map(|i| format!("t{i}"))
-        .find(|t| text(&RawConn::connect(node.port()).cmd(&["CLUSTER", "KEYSLOT", t])) == slot)
-        .expect("a tag of the slot");
+    let tag = tag_of_slot(node.port(), slot);
     let [mut on_shard_0, _] = one_on_each_shard(node.port());
     let own = key_served_by(node.port(), "own");
     let timed = |conn: &mut RawConn, words: &[&str]| {
@@ -668,10 +676,7 @@ fn blocking_while_importing(
         port,
         &["CLUSTER", "SETSLOT", slot, "IMPORTING", &myid(peer)],
     );
-    let tag = (0..)
-        .map(|i| format!("t{i}"))
-        .find(|t| text(&RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", t])) == slot)
-        .expect("a tag of the slot");
+    let tag = tag_of_slot(port, slot);
     let key = format!("{{{tag}}}:queue");
     let mut told = Vec::new();
     assert_eq!(waiter.cmd(&["ASKING"]), b"+OK\r\n");
