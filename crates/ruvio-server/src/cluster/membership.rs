@@ -902,7 +902,7 @@ impl Cluster {
 
     /// The name and address of the node at `index` of the node table.
     pub fn node_address(&self, index: usize) -> Option<(NodeName, &str, u16)> {
-        let node = self.nodes.get(index)?.as_ref()?;
+        let node = self.node_at(index)?;
         Some((node.name, node.ip.as_str(), node.port))
     }
 

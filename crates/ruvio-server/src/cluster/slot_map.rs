@@ -229,7 +229,7 @@ impl SlotMap {
 
 /// The client a redirection is for, as routing reads it.
 #[derive(Clone, Copy, Debug)]
-pub struct Asker {
+pub struct ClientSide {
     /// The stream of the master this node replicates.
     pub master: bool,
     /// It sent READONLY.
@@ -401,7 +401,7 @@ impl NodeRoutes {
     /// node replicates runs whatever the slot (Redis's `mustObeyClient`), and
     /// a READONLY client's reads of that master's slots run here
     /// (`getNodeByQuery`).
-    pub fn redirect_client(&self, slot: u16, write: bool, who: Asker) -> Result<(), CmdError> {
+    pub fn redirect_client(&self, slot: u16, write: bool, who: ClientSide) -> Result<(), CmdError> {
         if who.master {
             return Ok(());
         }

@@ -76,7 +76,7 @@
 //! `answer`, the one long function, is a table of Redis's busy-time answers
 //! read top to bottom.
 
-use crate::cluster::slot_map::Asker;
+use crate::cluster::slot_map::ClientSide;
 use crate::cluster::topology::Topology;
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
@@ -986,7 +986,7 @@ fn redirection(
         return Some(CmdError::CrossSlot);
     }
     if settings.cluster_bus {
-        let who = Asker {
+        let who = ClientSide {
             master: client.is_some_and(|c| c.master),
             readonly: client.is_some_and(|c| c.readonly),
             tls: client.is_some_and(|c| c.tls),

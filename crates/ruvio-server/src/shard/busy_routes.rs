@@ -8,7 +8,7 @@
 //! runs (the bus is stepped, and shard 0's maps adopted, on the loop), so the
 //! copy (two reference counts) is what the loop would route by.
 
-use crate::cluster::slot_map::{Asker, NodeRoutes};
+use crate::cluster::slot_map::{ClientSide, NodeRoutes};
 use ruvio_engine::CmdError;
 use std::cell::RefCell;
 
@@ -25,7 +25,7 @@ pub fn keep_for_script(routes: Option<&NodeRoutes>) {
 /// The node's redirection of a command of `slot` (a write or not) from
 /// `who`: `None` when it runs here, or when its slot is in flight (whether its
 /// keys are still here decides, and the keyspace is the script's: `-BUSY`).
-pub(super) fn node_redirection(slot: u16, write: bool, who: Asker) -> Option<CmdError> {
+pub(super) fn node_redirection(slot: u16, write: bool, who: ClientSide) -> Option<CmdError> {
     ROUTES.with_borrow(|kept| {
         let routes = kept.as_ref()?;
         let map = routes.map();

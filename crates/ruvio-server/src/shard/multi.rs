@@ -307,7 +307,7 @@ fn check_owner(
     };
     let client_tls = client.tls;
     if let Some(node) = core.node_routes() {
-        let who = crate::cluster::slot_map::Asker {
+        let who = crate::cluster::slot_map::ClientSide {
             master: client.master,
             readonly: client.readonly,
             tls: client_tls,
