@@ -151,6 +151,24 @@ def call(address: str, port: int, *args: str):
     return reply.decode() if isinstance(reply, (bytes, bytearray)) else reply
 
 
+def wait_all(master: dict) -> int:
+    """WAIT 1 for every write the master took: WAIT counts the connection's
+    own writes (Redis's c->woff), so a key of the master's slots is set and
+    deleted on the same connection first; its offset is past every write."""
+    owned = set()
+    for node in nodes(master["host"], master["port"]):
+        if node["id"] == master["id"]:
+            for r in node["slots"]:
+                lo, _, hi = r.partition("-")
+                owned.update(range(int(lo), int(hi or lo) + 1))
+    marker = next(k for k in (f"wait-marker:{i}".encode() for i in range(1 << 20))
+                  if bl.key_slot(k) in owned)
+    conn = bl.RespClient(master["port"], master["host"], timeout_s=10)
+    conn.call("SET", marker, "1")
+    conn.call("DEL", marker)
+    return conn.call("WAIT", "1", "1000")
+
+
 def nodes(address: str, port: int = PORT) -> list[dict]:
     out = []
     for line in call(address, port, "CLUSTER", "NODES").splitlines():
@@ -262,7 +280,7 @@ def one_round(args, network: Network, hosts: list[Host], writer: Writer, victim:
     wait("the cluster whole after the reshard",
          lambda: whole(args, f"{live}:{PORT}"))
     for m in masters:
-        if call(m["host"], m["port"], "WAIT", "1", "1000") != 1:
+        if wait_all(m) != 1:
             raise SystemExit(f"WAIT 1 on {m}: no replica acknowledged")
     confirmed = writer.acked
     killed_slots = nodes(live, giver["port"])

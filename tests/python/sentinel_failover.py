@@ -120,6 +120,10 @@ def failover_round(writes=200):
         _wait("the other replica re-pointed", lambda: (
             _info(other).get("master_port") == new_port
             and _info(other).get("master_link_status") == "up"))
+        # WAIT counts the connection's own writes (Redis's c->woff): one of
+        # its own first, whose offset is past every write before it.
+        promoted.set("wait-marker", 1)
+        promoted.delete("wait-marker")
         assert promoted.execute_command("WAIT", 1, 5000) == 1
         follower = redis.Redis(port=other, decode_responses=True)
         for key, value in acknowledged.items():

@@ -24,6 +24,7 @@ use common::cluster_process::text;
 use common::cluster_tools::{
     all_written_present_at, check_whole_at, redis_cli, reshard_at, start_writer_at, stop_writer,
 };
+use common::replication::wait_all_by;
 use common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -328,12 +329,14 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
     });
     std::thread::sleep(Duration::from_millis(500));
     let written = stop_writer(writer, &stop);
-    // Every acknowledged write is on a replica too before the kill (Ruvio's
-    // WAIT waits for the shard's whole offset, so this fresh connection's
-    // WAIT covers the writer's writes; Redis's would count only its own).
+    // Every acknowledged write is on a replica too before the kill: a write
+    // of the master's own slots and WAIT (which counts the connection's
+    // writes, as Redis's; this one's offset is past the writer's).
     for master in &masters {
         let mut conn = RawConn::connect_to(&master.host, master.port);
-        assert_eq!(conn.cmd(&["WAIT", "1", "1000"]), b":1\r\n", "{master:?}");
+        let marker = key_in(&slots_of(&master.host, master.port, &master.id));
+        let acked = wait_all_by(&mut conn, &marker, "1", "1000");
+        assert_eq!(acked, b":1\r\n", "{master:?}");
     }
     let killed_slots = slots_of(&first, killed.port, &killed.id);
     let heir = view
@@ -388,6 +391,21 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
 
 /// How many slots the ranges (`0-5460`, `7`) hold; importing and migrating
 /// marks (`[...]`) are not slots held.
+/// A key of a slot in `ranges` (CLUSTER NODES' `lo-hi` and `slot` words).
+fn key_in(ranges: &[String]) -> String {
+    let owned = |slot: u16| {
+        ranges.iter().filter(|r| !r.starts_with('[')).any(|r| {
+            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+            let bound = |s: &str| s.parse::<u16>().expect("a slot number");
+            (bound(lo)..=bound(hi)).contains(&slot)
+        })
+    };
+    (0..)
+        .map(|i| format!("wait-marker:{i}"))
+        .find(|key| owned(key_slot(key.as_bytes())))
+        .expect("a key of its slots")
+}
+
 fn slots_count(ranges: &[String]) -> usize {
     ranges
         .iter()

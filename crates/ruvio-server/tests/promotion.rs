@@ -99,7 +99,7 @@ fn writes_right_after_a_promotion_reach_replicas_that_continue() {
         "a partial resync: {}",
         promoted.logs()
     );
-    assert_eq!(n.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(wait_all(&mut n, "1", "5000"), b":1\r\n");
     compare_all(
         &promoted,
         &other,

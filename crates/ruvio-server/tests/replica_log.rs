@@ -81,7 +81,7 @@ fn write_round(primary: &Server, round: usize) {
 
 /// WAIT 1 on the primary, then more than a second for `everysec` to fsync.
 fn acknowledged_and_synced(primary: &Server) {
-    assert_eq!(primary.raw().cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(wait_all(&mut primary.raw(), "1", "5000"), b":1\r\n");
     std::thread::sleep(Duration::from_millis(1500));
 }
 
@@ -226,7 +226,7 @@ fn shards_apart(
     write_round(&primary, 1);
     let (on0, on1) = (key_on_shard("last", 0, 2), key_on_shard("last", 1, 2));
     // The last writes reach the replica after the round's (and its marks).
-    assert_eq!(primary.raw().cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(wait_all(&mut primary.raw(), "1", "5000"), b":1\r\n");
     last_writes(&mut primary.raw(), &on0, &on1);
     caught_up(&primary, &first);
     acknowledged_and_synced(&primary);

@@ -316,7 +316,7 @@ fn refused_shard_links_fall_back_to_the_single_stream() {
     write_load(&primary, 4, 30);
     std::thread::sleep(Duration::from_millis(100));
     p.cmd(&["SCAN", "0", "COUNT", "100000"]);
-    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(wait_all(&mut p, "1", "5000"), b":1\r\n");
     compare_all(&primary, &replica, "over the single stream");
     let logs = replica.full_logs();
     assert!(

@@ -61,7 +61,7 @@ fn redis_replica_of_ruvio(shards: usize) {
     // Keys written with PX 30 expired on the primary: their DELs reached it.
     std::thread::sleep(Duration::from_millis(100));
     p.cmd(&["SCAN", "0", "COUNT", "100000"]);
-    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(wait_all(&mut p, "1", "5000"), b":1\r\n");
     compare_all(&primary, &replica, "after the load");
 
     // The offsets agree, and ROLE and INFO name the replica.
@@ -158,6 +158,94 @@ fn wait_replies_as_redis() {
         show(&b.cmd(&["EXEC"])),
         "WAIT in MULTI"
     );
+}
+
+/// `SET` of another shard's key pipelined with `WAIT 1 300`, the replica
+/// stopped after acknowledging everything before: WAIT counts the SET, so it
+/// answers 0 at its timeout, as redis-server does. (It answered 1 at once: it
+/// took the offset while the SET was still on its way to its shard.)
+fn wait_after_a_pipelined_write(primary: &Server, writer: &mut RawConn, key: &str) -> Vec<u8> {
+    let replica = Server::redis();
+    attach(&replica, primary);
+    let mut p = primary.raw();
+    // No PING to the replicas moves the offset meanwhile.
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(p.cmd(&["SET", "before", "1"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    // The replica's once-a-second ACK covers the GETACK too.
+    std::thread::sleep(Duration::from_millis(1300));
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    let mut pipeline = encode(&["SET", key, "v"]);
+    pipeline.extend(encode(&["WAIT", "1", "300"]));
+    writer.send(&pipeline);
+    assert_eq!(writer.read_reply(), b"+OK\r\n");
+    let waited = writer.read_reply();
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+    waited
+}
+
+#[test]
+fn wait_counts_the_forwarded_writes_before_it() {
+    if require_redis_server("wait_counts_the_forwarded_writes_before_it").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let want = wait_after_a_pipelined_write(&redis, &mut redis.raw(), "k");
+    assert_eq!(want, b":0\r\n");
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let key = key_on_shard("wait-forwarded", 1, 2);
+    let mut writer = conn_on_shard(&ruvio, 0);
+    let got = wait_after_a_pipelined_write(&ruvio, &mut writer, &key);
+    assert_eq!(show(&got), show(&want));
+}
+
+/// WAIT waits for the client's own writes (Redis's `c->woff`), not for
+/// everyone's: with the replica stopped after acknowledging a client's write,
+/// that client's WAIT, and that of a client that never wrote, still count it
+/// while another client's write is unacknowledged; a new write of its own
+/// is not counted. The replies of each step, for comparison with Redis's.
+fn waits_of_writers_and_readers(primary: &Server) -> Vec<String> {
+    let replica = Server::redis();
+    attach(&replica, primary);
+    let (mut writer, mut other, mut reader) = (primary.raw(), primary.raw(), primary.raw());
+    let mut p = primary.raw();
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]),
+        b"+OK\r\n"
+    );
+    let mut replies = vec![
+        show(&writer.cmd(&["SET", "mine", "1"])),
+        show(&writer.cmd(&["WAIT", "1", "5000"])),
+    ];
+    // The replica's once-a-second ACK covers the GETACK too.
+    std::thread::sleep(Duration::from_millis(1300));
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    replies.push(show(&other.cmd(&["SET", "theirs", "1"])));
+    replies.push(show(&writer.cmd(&["WAIT", "1", "200"])));
+    replies.push(show(&reader.cmd(&["WAIT", "1", "200"])));
+    replies.push(show(&writer.cmd(&["SET", "mine", "2"])));
+    replies.push(show(&writer.cmd(&["WAIT", "1", "200"])));
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+    replies
+}
+
+#[test]
+fn wait_waits_for_the_clients_own_writes() {
+    if require_redis_server("wait_waits_for_the_clients_own_writes").is_none() {
+        return;
+    }
+    let want = waits_of_writers_and_readers(&Server::redis());
+    assert_eq!(
+        want[3..5],
+        [":1", ":1"].map(|r| show(format!("{r}\r\n").as_bytes()))
+    );
+    for shards in [1, 2] {
+        let got = waits_of_writers_and_readers(&Server::ruvio(PortMode::Forward, shards));
+        assert_eq!(got, want, "{shards} shard(s)");
+    }
 }
 
 #[test]

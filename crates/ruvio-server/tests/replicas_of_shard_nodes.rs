@@ -195,9 +195,10 @@ fn replicas_of_nodes(shards: usize) {
     write_load(&primary, &tags, 3, 60);
     // Keys written with PX 30 expired: their DELs reach each node's replica.
     std::thread::sleep(Duration::from_millis(100));
-    for node in nodes.iter_mut() {
+    for (node, tag) in nodes.iter_mut().zip(&tags) {
         node.cmd(&["SCAN", "0", "COUNT", "100000"]);
-        assert_eq!(node.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+        let marker = format!("{{{tag}}}wait-marker");
+        assert_eq!(wait_all_by(node, &marker, "1", "5000"), b":1\r\n");
     }
     compare_nodes(&primary, &replicas, "after the load");
 

@@ -49,7 +49,7 @@ fn redis_replica(primary: &Server) -> Server {
 
 /// The replica has every byte the primary sent so far.
 fn caught_up(p: &mut RawConn) {
-    assert_eq!(p.cmd(&["WAIT", "1", "10000"]), b":1\r\n");
+    assert_eq!(wait_all(p, "1", "10000"), b":1\r\n");
 }
 
 /// FUNCTION LIST WITHCODE's libraries, sorted (Redis lists them in its

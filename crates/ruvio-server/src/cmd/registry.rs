@@ -11,7 +11,7 @@
 
 use crate::cmd::ServerFn;
 use crate::net::conn::Merge;
-use ruvio_engine::command::flags::WRITE;
+use ruvio_engine::command::flags::{MAY_REPLICATE, WRITE};
 use ruvio_engine::command::{CommandRow, CommandTree};
 use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
@@ -112,6 +112,9 @@ pub struct Command {
     /// server state asks for them (dispatch's gate): a script call (its
     /// `maxmemory` flag), EXEC (`-BUSY` and `EXECABORT` outside MULTI too).
     pub always_checked: bool,
+    /// It may write (flagged `write` or `may_replicate`, or a script call):
+    /// a later WAIT waits for the replicas to have it (`ClientState::wrote`).
+    pub may_write: bool,
     /// Whether dispatch runs it itself ([`InDispatch`]).
     pub in_dispatch: InDispatch,
 }
@@ -155,6 +158,8 @@ impl Command {
             placement: Placement::of(runs, &row.meta),
             script_call: is_script_call(row.meta.name),
             always_checked: is_script_call(row.meta.name) || row.meta.name == "exec",
+            may_write: row.meta.flags & (WRITE | MAY_REPLICATE) != 0
+                || is_script_call(row.meta.name),
             in_dispatch: InDispatch::of(row.meta.name),
         };
         assert!(

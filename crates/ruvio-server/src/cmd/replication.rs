@@ -415,12 +415,8 @@ fn wait<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     if timeout < 0 {
         return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
     }
-    // What this shard recorded goes to the backlog now, so the offset counts it.
-    let offset = offset_after_flush(ctx);
+    let (offset, link_offsets) = writes_offset(ctx);
     let history = history_of(ctx.core);
-    // A replica on shard links counts once each link acknowledged its own
-    // shard's history as it stands now.
-    let link_offsets = history.link_offsets();
     let acked = history.acked_at_least(offset, &link_offsets);
     if ctx.client.in_exec || acked as i64 >= replicas {
         reply.int(acked as i64);
@@ -434,6 +430,26 @@ fn wait<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         aof: None,
     });
     Ok(())
+}
+
+/// The offset WAIT waits for, Redis's `c->woff`: where the client's writes
+/// reached. The first WAIT after a write reads it, after this shard's records
+/// went to the backlog (its forwarded writes are there already: dispatch runs
+/// WAIT once their replies are in), and later ones keep it until the next
+/// write, so another client's writes made since are not waited for. Before its
+/// first write, 0: every replica counts, as on Redis. A replica on shard links
+/// counts once each link acknowledged its own shard's history as it stood.
+fn writes_offset<S: Server>(ctx: &mut Ctx<'_, S>) -> (u64, Vec<u64>) {
+    if ctx.client.wrote {
+        let offset = offset_after_flush(ctx);
+        let links = history_of(ctx.core).link_offsets();
+        ctx.client.wrote = false;
+        ctx.client.woff = Some((offset, links));
+    }
+    match &ctx.client.woff {
+        Some((offset, links)) => (*offset, links.clone()),
+        None => (0, vec![0; history_of(ctx.core).link_offsets().len()]),
+    }
 }
 
 fn deadline(now_ms: u64, timeout_ms: i64) -> u64 {

@@ -43,6 +43,13 @@ pub struct ClientState {
     pub created_ms: u64,
     pub last_cmd_ms: u64,
     pub last_cmd: &'static str,
+    /// A command that may write ran since the last WAIT read the offset.
+    pub wrote: bool,
+    /// The replication offset its writes reached, and each shard's own for
+    /// replicas on shard links, as the first WAIT after them read it (Redis's
+    /// `c->woff`: later WAITs wait for no one else's writes); `None` before
+    /// its first write.
+    pub woff: Option<(u64, Vec<u64>)>,
     pub fd: i32,
     /// Set by QUIT, protocol errors and CLIENT KILL: flush, then close.
     pub closing: bool,
@@ -441,6 +448,8 @@ impl Conn {
                 created_ms: now_ms,
                 last_cmd_ms: now_ms,
                 last_cmd: "NULL",
+                wrote: false,
+                woff: None,
                 fd,
                 closing: false,
                 killed: false,

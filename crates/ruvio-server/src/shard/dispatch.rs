@@ -119,6 +119,13 @@ pub fn process_input(
                         break;
                     }
                 }
+                if replies.is_holding() && client.multi.is_none() && waits_for_writes(args) {
+                    // Left unread: a WAIT or WAITAOF counts the writes sent
+                    // before it, so it runs once their replies are in (a
+                    // forwarded write is in its owner's records by then).
+                    client.blocked = Some(BlockedOn::waiting(replies.next_seq() - 1));
+                    break;
+                }
                 if client.master && !crate::shard::replica::stream_runs(core, client) {
                     // REPLICAOF changed the primary: nothing more of this stream runs.
                     client.closing = true;
@@ -336,6 +343,10 @@ pub(crate) fn run_command(
             return end_asking(client, asking, args);
         }
     }
+    if let Ok(sub) = resolved {
+        // A later WAIT waits for the replicas to have it (queued in MULTI too).
+        client.wrote |= sub.may_write;
+    }
     if client.multi.is_some() && super::multi::queue(core, client, replies, cmd, args) {
         return end_asking(client, asking, args);
     }
@@ -352,6 +363,13 @@ pub(crate) fn run_command(
         failed(core, client, replies, stat, e);
     }
     end_asking(client, asking, args);
+}
+
+/// WAIT and WAITAOF: they count the writes the client sent before them
+/// (Redis's `c->woff`), so none of those may still be on its way to its shard.
+fn waits_for_writes(args: Args<'_>) -> bool {
+    let name = args.get(0);
+    name.eq_ignore_ascii_case(b"wait") || name.eq_ignore_ascii_case(b"waitaof")
 }
 
 /// ASKING holds for one command, outside MULTI (Redis's `resetClient`): the

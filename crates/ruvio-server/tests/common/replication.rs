@@ -34,6 +34,21 @@ pub fn slave_line(primary: &mut RawConn, n: usize) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `WAIT replicas timeout_ms` for every write the primary took so far, not
+/// only `conn`'s own: WAIT counts the replicas that have the connection's
+/// writes (Redis's `c->woff`), so it follows writes of its own, whose offset
+/// is past every write before them (a key set and deleted: none is left).
+pub fn wait_all(conn: &mut RawConn, replicas: &str, timeout_ms: &str) -> Vec<u8> {
+    wait_all_by(conn, "wait-marker", replicas, timeout_ms)
+}
+
+/// [`wait_all`] by a `marker` key of the node's slots (a cluster node).
+pub fn wait_all_by(conn: &mut RawConn, marker: &str, replicas: &str, timeout_ms: &str) -> Vec<u8> {
+    assert_eq!(conn.cmd(&["SET", marker, "1"]), b"+OK\r\n");
+    assert_eq!(conn.cmd(&["DEL", marker]), b":1\r\n");
+    conn.cmd(&["WAIT", replicas, timeout_ms])
+}
+
 /// Wait until `check` holds (polling), or fail with `what`.
 pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
