@@ -104,10 +104,7 @@ impl Cluster {
         if master_itself && (self.owners.contains(&(MYSELF as u32)) || holds_keys) {
             return Err("ERR To set a master the node must be empty and without assigned slots.");
         }
-        let me = self.node_mut(MYSELF);
-        me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
-        me.master = Some(m);
-        self.join_shard_of(m);
+        self.become_replica_of(m);
         self.update_state();
         Ok(())
     }

@@ -132,11 +132,25 @@ impl Cluster {
             Level::Notice,
             &format!("Configuration change detected. Reconfiguring myself as a replica of {name}"),
         );
+        self.become_replica_of(s);
+        self.reset_manual_failover(actions);
+    }
+
+    /// This node replicates master `m` from now on. A master that turns
+    /// replica gives up its slots in flight (Redis's `clusterSetMaster`
+    /// closes them all): a replica migrates and imports nothing, and a
+    /// migrating slot left behind kept `redis-cli --cluster check` warning
+    /// about an open slot on a node that owns none.
+    pub(super) fn become_replica_of(&mut self, m: usize) {
+        let me = self.node_mut(MYSELF);
+        if me.is_master() {
+            self.migrating.clear();
+            self.importing.clear();
+        }
         let me = self.node_mut(MYSELF);
         me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
-        me.master = Some(s);
-        self.join_shard_of(s);
-        self.reset_manual_failover(actions);
+        me.master = Some(m);
+        self.join_shard_of(m);
     }
 
     /// CLUSTER FAILOVER [FORCE|TAKEOVER] on this node, with redis-server

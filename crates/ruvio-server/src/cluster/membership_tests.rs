@@ -705,6 +705,49 @@ fn an_emptied_master_follows_the_new_owner_as_the_rules_say() {
     }
 }
 
+/// A master whose last slot, migrating, goes to its target (SETSLOT NODE
+/// there, learnt from the target's PONGs) follows the target and keeps no
+/// slot in flight, as redis-server's `clusterSetMaster` (CI saw `redis-cli
+/// --cluster check` warn about such a slot after a rebalance).
+#[test]
+fn an_emptied_master_turned_replica_keeps_no_slot_in_flight() {
+    let mut net = Net::masters_and_more(3, 8030);
+    for port in [8031, 8032] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    net.settle();
+    let (source, target) = ([b'a'; NAME_LEN], [b'b'; NAME_LEN]);
+    // a serves 0-4999: all but slot 0 unassigned first.
+    net.nodes[0].del_slots(1..5000);
+    let now = net.now;
+    net.nodes[1]
+        .set_slot(0, SetSlot::Importing(&source), now)
+        .unwrap();
+    net.nodes[0]
+        .set_slot(0, SetSlot::Migrating(&target), now)
+        .unwrap();
+    net.nodes[0]
+        .set_slot(1, SetSlot::Importing(&target), now)
+        .unwrap();
+    assert!(net.nodes[0].slots_in_flight());
+    net.nodes[1]
+        .set_slot(0, SetSlot::Node(&target, false), now)
+        .unwrap();
+    let pending = net.nodes[1].take_pending();
+    net.run(1, pending);
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    assert_eq!(net.nodes[0].master_name(), Some(target));
+    assert_eq!(net.nodes[0].migrating_to(0), None);
+    assert!(!net.nodes[0].importing(1));
+    assert!(
+        !net.nodes[0].slots_in_flight(),
+        "{:?}",
+        net.nodes[0].in_flight_lines()
+    );
+}
+
 /// The shard id each node of `net` has for the node named `name`.
 fn shard_ids_of(net: &Net, name: NodeName) -> Vec<String> {
     let name = String::from_utf8_lossy(&name).into_owned();
