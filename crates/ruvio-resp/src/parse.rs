@@ -44,6 +44,7 @@
 //! buffer far below that (Redis's `client-query-buffer-limit` is 1 GiB), so this
 //! never triggers in practice; it exists so no input can cause a panic.
 
+use std::collections::VecDeque;
 use std::fmt;
 
 /// Default for [`Limits::bulk_bytes_max`]: Redis's `proto-max-bulk-len` default
@@ -212,6 +213,23 @@ pub struct CommandParser {
     scratch: Vec<u8>,
     /// An incomplete multibulk's progress: its arguments so far are in `spans`.
     partial: Option<Partial>,
+    /// The commands a [`look_ahead`](Self::look_ahead) read, oldest first, for
+    /// the [`parse`](Self::parse) calls that reach them.
+    ahead: VecDeque<Ahead>,
+    /// Their arguments (spans relative to each command's first byte).
+    ahead_spans: Vec<(u32, u32)>,
+}
+
+/// A command read by a look-ahead.
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    /// The address of its first byte when it was read: a `parse` of the bytes
+    /// at that address takes it, a `parse` anywhere else forgets every one.
+    at: usize,
+    consumed: usize,
+    /// Its arguments in `ahead_spans`; `None` for an inline command (its
+    /// arguments, unescaped, live in the scratch space), parsed again.
+    spans: Option<(u32, u32)>,
 }
 
 /// How far an incomplete multibulk at the front of the buffer has been read.
@@ -252,13 +270,89 @@ impl CommandParser {
     ///
     /// After `Incomplete`, call again with the same command at the front of `buf`
     /// (see the module doc) or [`reset`](Self::reset) first.
+    ///
+    /// A command a [`look_ahead`](Self::look_ahead) read at this very address
+    /// is answered from what it kept, without reading it again.
     pub fn parse<'a>(
         &'a mut self,
         buf: &'a [u8],
         limits: &Limits,
     ) -> Result<Parsed<'a>, ProtocolError> {
+        if let Some(front) = self.ahead.pop_front() {
+            let here = front.at == buf.as_ptr() as usize && front.consumed <= buf.len();
+            match (here, front.spans) {
+                (true, Some((start, end))) => {
+                    let spans = &self.ahead_spans[start as usize..end as usize];
+                    let args = Args {
+                        base: buf,
+                        spans,
+                        multibulk: true,
+                    };
+                    let consumed = front.consumed;
+                    return Ok(Parsed::Complete { args, consumed });
+                }
+                (true, None) => {}
+                (false, _) => self.forget_ahead(),
+            }
+        } else if !self.ahead_spans.is_empty() {
+            self.forget_ahead();
+        }
         let resume = self.partial.take().filter(|p| p.next <= buf.len());
         self.parse_from(buf, limits, resume, true)
+    }
+
+    /// Parse the command at `offset` of `buf`, whose front is the front of the
+    /// caller's unread bytes, and keep it for the [`parse`](Self::parse) that
+    /// reaches it: a look-ahead over a pipeline (the server's prefetch pass)
+    /// reads each command once, not again when it runs. Commands are looked at
+    /// in order from offset 0, which forgets what an earlier look-ahead kept;
+    /// at 0 it answers as `parse` (an incomplete multibulk's progress is kept),
+    /// further on as [`peek`](Self::peek). What is kept is valid while those
+    /// bytes stay where they are: a caller that moves or replaces them first
+    /// calls [`forget_ahead`](Self::forget_ahead) (a `parse` elsewhere than
+    /// the next kept command also forgets them all).
+    pub fn look_ahead<'a>(
+        &'a mut self,
+        buf: &'a [u8],
+        offset: usize,
+        limits: &Limits,
+    ) -> Result<Parsed<'a>, ProtocolError> {
+        let command = &buf[offset..];
+        let at = command.as_ptr() as usize;
+        let follows = match offset {
+            0 => {
+                self.forget_ahead();
+                true
+            }
+            _ => self.ahead.back().is_some_and(|a| a.at + a.consumed == at),
+        };
+        let (progress, inline) = match offset {
+            0 => {
+                let resume = self.partial.take().filter(|p| p.next <= buf.len());
+                self.read(buf, limits, resume, true)?
+            }
+            _ => self.read(command, limits, None, false)?,
+        };
+        if let (true, Progress::Complete { consumed }) = (follows, &progress) {
+            let spans = (!inline).then(|| {
+                let start = self.ahead_spans.len() as u32;
+                self.ahead_spans.extend_from_slice(&self.spans);
+                (start, self.ahead_spans.len() as u32)
+            });
+            self.ahead.push_back(Ahead {
+                at,
+                consumed: *consumed,
+                spans,
+            });
+        }
+        Ok(self.answer(command, progress, inline))
+    }
+
+    /// Forget what look-aheads kept (the caller moved or replaced its bytes).
+    pub fn forget_ahead(&mut self) {
+        self.ahead.clear();
+        self.ahead_spans.clear();
+        self.ahead_spans.shrink_to(SPANS_RETAINED_MAX);
     }
 
     /// Parse one command from the front of `buf` without using or keeping the
@@ -276,6 +370,7 @@ impl CommandParser {
     /// the bytes at the front of its buffer).
     pub fn reset(&mut self) {
         self.partial = None;
+        self.forget_ahead();
     }
 
     fn parse_from<'a>(
@@ -285,6 +380,19 @@ impl CommandParser {
         resume: Option<Partial>,
         remember: bool,
     ) -> Result<Parsed<'a>, ProtocolError> {
+        let (progress, inline) = self.read(buf, limits, resume, remember)?;
+        Ok(self.answer(buf, progress, inline))
+    }
+
+    /// Read one command at the front of `buf` into the spans (or the scratch
+    /// space, inline): how far it got, and whether it was inline.
+    fn read(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+        resume: Option<Partial>,
+        remember: bool,
+    ) -> Result<(Progress, bool), ProtocolError> {
         let resume = match resume {
             Some(partial) => {
                 // Continue the kept arguments (moved, not copied).
@@ -298,7 +406,15 @@ impl CommandParser {
             }
         };
         let inline = match buf.first() {
-            None => return Ok(Parsed::Incomplete { need_bytes: 1 }),
+            None => {
+                return Ok((
+                    Progress::Incomplete {
+                        need_bytes: 1,
+                        resume_at: None,
+                    },
+                    false,
+                ))
+            }
             Some(b'*') => false,
             Some(_) => true,
         };
@@ -321,19 +437,23 @@ impl CommandParser {
                 spans: std::mem::take(&mut self.spans),
             });
         }
-        let this: &'a CommandParser = self;
-        Ok(match progress {
+        Ok((progress, inline))
+    }
+
+    /// What [`read`](Self::read) found, as the callers' answer.
+    fn answer<'a>(&'a self, buf: &'a [u8], progress: Progress, inline: bool) -> Parsed<'a> {
+        match progress {
             Progress::Incomplete { need_bytes, .. } => Parsed::Incomplete { need_bytes },
             Progress::Complete { consumed } => {
-                let base = if inline { &this.scratch[..] } else { buf };
+                let base = if inline { &self.scratch[..] } else { buf };
                 let args = Args {
                     base,
-                    spans: &this.spans,
+                    spans: &self.spans,
                     multibulk: !inline,
                 };
                 Parsed::Complete { args, consumed }
             }
-        })
+        }
     }
 }
 

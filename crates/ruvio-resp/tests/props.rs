@@ -429,3 +429,100 @@ fn an_inline_request_has_no_multibulk_form() {
     assert_eq!(args.len(), 3);
     assert_eq!(args.as_multibulk(), None);
 }
+
+/// One command of a pipeline, multibulk or inline (quoted arguments).
+fn encoded(argv: &Argv, inline: bool) -> Vec<u8> {
+    if !inline {
+        return encode_multibulk(argv);
+    }
+    let mut line: Vec<u8> = argv
+        .iter()
+        .flat_map(|arg| [quote(arg), b" ".to_vec()].concat())
+        .collect();
+    line.extend_from_slice(b"\r\n");
+    line
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A look-ahead over the front of a pipeline (the server's prefetch pass),
+    /// then the commands parsed in order, one of them twice (a run that stops
+    /// before a command and comes back to it): the same commands and the same
+    /// end (incomplete, or an error) as parsing without it.
+    #[test]
+    fn looked_ahead_commands_parse_as_without(
+        commands in proptest::collection::vec((argv_strategy(), any::<bool>()), 1..10),
+        junk in protocolish_bytes(12),
+        looked in 0usize..12,
+        again in 0usize..12,
+        cut in 0usize..30,
+    ) {
+        let mut stream: Vec<u8> = commands.iter().flat_map(|(argv, inline)| encoded(argv, *inline)).collect();
+        stream.extend_from_slice(&junk);
+        stream.truncate(stream.len().saturating_sub(cut));
+        let limits = small_limits();
+        let expected = drain(&mut CommandParser::new(), &stream, &limits);
+
+        let mut parser = CommandParser::new();
+        let mut offset = 0;
+        for _ in 0..looked {
+            match parser.look_ahead(&stream, offset, &limits) {
+                Ok(Parsed::Complete { consumed, .. }) => offset += consumed,
+                _ => break,
+            }
+        }
+        let mut got = Vec::new();
+        let mut pos = 0;
+        let end = loop {
+            match parse_once(&mut parser, &stream[pos..], &limits) {
+                Outcome::Complete { argv, consumed } => {
+                    if got.len() == again {
+                        let twice = parse_once(&mut parser, &stream[pos..], &limits);
+                        prop_assert_eq!(twice, Outcome::Complete { argv: argv.clone(), consumed });
+                    }
+                    got.push(argv);
+                    pos += consumed;
+                }
+                Outcome::Incomplete { need_bytes } => {
+                    break Outcome::Incomplete { need_bytes: pos + need_bytes }
+                }
+                error => break error,
+            }
+        };
+        prop_assert_eq!((got, end), expected);
+    }
+}
+
+/// What a look-ahead kept is answered only at its own address: bytes moved to
+/// a new buffer (the caller forgot to say so) are parsed afresh, not taken for
+/// the commands kept.
+#[test]
+fn looked_ahead_commands_are_kept_by_address() {
+    let limits = Limits::default();
+    let first = encode_multibulk(&[b"GET".to_vec(), b"a".to_vec()]);
+    let second = encode_multibulk(&[b"SET".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    let stream = [first.clone(), second.clone()].concat();
+    let mut parser = CommandParser::new();
+    for offset in [0, first.len()] {
+        assert!(matches!(
+            parser.look_ahead(&stream, offset, &limits),
+            Ok(Parsed::Complete { .. })
+        ));
+    }
+    // Other bytes elsewhere: read as they are.
+    let other = encode_multibulk(&[b"DEL".to_vec(), b"x".to_vec()]);
+    let (argv, _) = match parse_once(&mut parser, &other, &limits) {
+        Outcome::Complete { argv, consumed } => (argv, consumed),
+        outcome => panic!("{outcome:?}"),
+    };
+    assert_eq!(argv, vec![b"DEL".to_vec(), b"x".to_vec()]);
+    // The kept ones were forgotten: the stream parses from scratch.
+    assert_eq!(
+        parse_once(&mut parser, &stream[first.len()..], &limits),
+        Outcome::Complete {
+            argv: vec![b"SET".to_vec(), b"b".to_vec(), b"c".to_vec()],
+            consumed: second.len()
+        }
+    );
+}

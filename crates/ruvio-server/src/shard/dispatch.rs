@@ -45,6 +45,9 @@ pub fn process_input(
     }
     let waiting = conn.client.blocked.is_some() || conn.client.paused;
     if conn.input.len() - conn.input_start < conn.input_need || waiting {
+        // What a look-ahead read of this input is forgotten before it moves
+        // (see `prefetch::KeyWindow::scan`), here and at the end.
+        conn.parser.forget_ahead();
         return true;
     }
     conn.input_need = 0;
@@ -59,6 +62,7 @@ pub fn process_input(
         // Its user was deleted, or lost a channel it listens to, while this
         // connection was out of reach of the change (see `acl`).
         conn.client.closing = true;
+        conn.parser.forget_ahead();
         return false;
     }
     let who = (index, conn.gen);
@@ -220,6 +224,7 @@ pub fn process_input(
         crate::shard::replica::mark_stream(core, client);
         crate::shard::primary::wake_stream_hosts(core);
     }
+    parser.forget_ahead();
     if conn.recv_in_flight {
         // The kernel is writing after the current end of `input` (a blocked client's
         // input, run once it was answered): keep the bytes in place until then.

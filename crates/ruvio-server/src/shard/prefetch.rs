@@ -26,7 +26,10 @@ pub struct KeyWindow {
 
 impl KeyWindow {
     /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` (the front of the
-    /// connection's unread input) and note their first keys.
+    /// connection's unread input) and note their first keys. The parser keeps
+    /// what it read for the commands' run (`CommandParser::look_ahead`: each
+    /// command is read once, not again by dispatch), until the end of the
+    /// connection's `dispatch::process_input`, before its input moves.
     pub fn scan(
         core: &ShardCore,
         parser: &mut ruvio_resp::CommandParser,
@@ -36,12 +39,8 @@ impl KeyWindow {
         let mut pos = 0;
         while window.commands < PREFETCH_WINDOW {
             // The front command may be an incomplete multibulk whose progress the
-            // parser keeps; the ones behind it are only looked at.
-            let parsed = if pos == 0 {
-                parser.parse(input, &core.limits)
-            } else {
-                parser.peek(&input[pos..], &core.limits)
-            };
+            // parser keeps.
+            let parsed = parser.look_ahead(input, pos, &core.limits);
             let Ok(Parsed::Complete { args, consumed }) = parsed else {
                 break;
             };
