@@ -599,9 +599,8 @@ const SHORT_HEADER_DIGITS_MAX: usize = 4;
 /// [`SHORT_HEADER_DIGITS_MAX`] digits as `string2ll` reads them (no sign, no
 /// leading zero), `\r`, and the byte after it, skipped unchecked as Redis does:
 /// its number and where the next item starts, without [`find_header`]'s scan
-/// and the number's second pass (some 15 % of a GET's instructions went to
-/// parsing its two headers and arguments, each request being parsed twice).
-/// `None` for anything else, incomplete lines included: the general path
+/// and the number's second pass (reading every header twice so took some 10 %
+/// of a GET's instructions: docs/runtime.md). `None` for anything else, incomplete lines included: the general path
 /// decides them, so replies and errors are the same either way.
 #[inline(always)]
 fn short_header(buf: &[u8], pos: usize, marker: u8, limits: &Limits) -> Option<(usize, usize)> {

@@ -142,8 +142,7 @@ impl Cluster {
     /// migrating slot left behind kept `redis-cli --cluster check` warning
     /// about an open slot on a node that owns none.
     pub(super) fn become_replica_of(&mut self, m: usize) {
-        let me = self.node_mut(MYSELF);
-        if me.is_master() {
+        if self.node(MYSELF).is_master() {
             self.migrating.clear();
             self.importing.clear();
         }
