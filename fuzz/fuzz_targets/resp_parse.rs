@@ -1,7 +1,8 @@
 //! The RESP request parser on arbitrary bytes, delivered whole and in arbitrary
 //! pieces the way the server reads them (docs/fuzzing.md).
 //!
-//! Checks: no panic, no hang; the pieces give exactly the commands, and the same
+//! Checks: no panic, no hang; the pieces (each read looked ahead over first, as
+//! the server's prefetch pass does) give exactly the commands, and the same
 //! final answer (error, or waiting for bytes), as the whole input; every command
 //! respects the limits; `Incomplete` always asks for more than it has; a parsed
 //! multibulk command encoded again parses to the same arguments.

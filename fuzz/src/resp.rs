@@ -80,6 +80,22 @@ fn parse_front(
     }
 }
 
+/// The server's prefetch pass: up to [`LOOK_AHEAD_COMMANDS`] commands read ahead
+/// (and kept for the parse that reaches them: the run must give the same
+/// commands as without).
+fn look_ahead(parser: &mut CommandParser, buf: &[u8], limits: &Limits) {
+    let mut offset = 0;
+    for _ in 0..LOOK_AHEAD_COMMANDS {
+        match parser.look_ahead(buf, offset, limits) {
+            Ok(Parsed::Complete { consumed, .. }) => offset += consumed,
+            _ => return,
+        }
+    }
+}
+
+/// The server's prefetch window (`shard::prefetch::PREFETCH_WINDOW`).
+const LOOK_AHEAD_COMMANDS: usize = 16;
+
 /// The commands of `data` parsed at once.
 pub fn parse_all(data: &[u8], limits: &Limits) -> Run {
     let mut commands = Vec::new();
@@ -88,8 +104,9 @@ pub fn parse_all(data: &[u8], limits: &Limits) -> Run {
 }
 
 /// The commands of `data` arriving in reads that end at `cuts` (offsets modulo the
-/// length, in any order), parsed as the server does: consumed bytes are dropped,
-/// and after `Incomplete` nothing is parsed until `need_bytes` have arrived.
+/// length, in any order), parsed as the server does: each read is looked ahead
+/// over first (the prefetch pass), consumed bytes are dropped, and after
+/// `Incomplete` nothing is parsed until `need_bytes` have arrived.
 pub fn parse_in_pieces(data: &[u8], cuts: &[u16], limits: &Limits) -> Run {
     let mut ends: Vec<usize> = cuts
         .iter()
@@ -112,7 +129,10 @@ pub fn parse_in_pieces(data: &[u8], cuts: &[u16], limits: &Limits) -> Run {
         if buffer.len() < need {
             continue;
         }
+        look_ahead(&mut parser, &buffer, limits);
         let (used, outcome) = parse_front(&mut parser, &buffer, limits, &mut commands);
+        // The server forgets what a look-ahead kept before its input moves.
+        parser.forget_ahead();
         buffer.drain(..used);
         if let Outcome::Incomplete { need_bytes, .. } = outcome {
             need = need_bytes;
