@@ -15,15 +15,17 @@
 
 #![warn(missing_docs)]
 
+mod args;
 mod double;
 mod parse;
 mod reply;
 mod scan;
 
+pub use args::{Args, ArgsBatch, ArgsIter, OwnedArgs};
 pub use double::format_double_g17;
 pub use parse::{
-    string2ll, Args, ArgsBatch, ArgsIter, CommandParser, Limits, OwnedArgs, Parsed, ProtocolError,
-    BULK_BYTES_MAX, INLINE_BYTES_MAX, MULTIBULK_LEN_MAX,
+    string2ll, CommandParser, Limits, Parsed, ProtocolError, BULK_BYTES_MAX, INLINE_BYTES_MAX,
+    MULTIBULK_LEN_MAX,
 };
 pub use reply::{put_bulk, Protocol, Reply};
 pub use scan::{array_body, parse_int_reply, reply_len, scan_reply, MalformedReply};
