@@ -66,6 +66,29 @@ fn inline_commands() {
     );
 }
 
+/// Empty lines between commands of other shards, as redis-cli --pipe sends
+/// before its closing ECHO, and during a CLIENT PAUSE: skipped, as by Redis
+/// (an empty line after forwarded writes closed the connection with
+/// "-ERR internal error": the WAIT check read its missing name).
+#[test]
+fn empty_lines_are_skipped_while_replies_are_outstanding_or_clients_paused() {
+    let server = Server::forward(2);
+    let mut conn = server.raw();
+    let mut request = Vec::new();
+    let mut reply = Vec::new();
+    for i in 0..20 {
+        request.extend_from_slice(format!("SET empty:{i} {i}\r\n\r\n").as_bytes());
+        reply.extend_from_slice(b"+OK\r\n");
+    }
+    request.extend_from_slice(b"\r\n*2\r\n$4\r\nECHO\r\n$3\r\nend\r\n");
+    reply.extend_from_slice(b"$3\r\nend\r\n");
+    conn.roundtrip(&request, &reply);
+    let mut admin = server.raw();
+    admin.roundtrip(b"CLIENT PAUSE 200 WRITE\r\n", b"+OK\r\n");
+    conn.roundtrip(b"\r\nPING\r\n\r\n", b"+PONG\r\n");
+    assert_alive(&server);
+}
+
 /// 100 commands of several kinds in one write; the replies come back in order.
 fn pipeline_100(server: &Server) {
     let mut request = Vec::new();
