@@ -2,6 +2,7 @@
 //! server in forward or per-shard mode, through the real dispatch path (routing,
 //! MOVED and CROSSSLOT, forwarding, split and merged replies, key lending,
 //! transactions on their keys' owner or riding on a loan, blocking, CLIENT PAUSE),
+//! as multibulk or inline requests with empty lines between them,
 //! with the reads cut at arbitrary points and some reads run while the other
 //! shard's messages are still in flight. See `ruvio_server::shard::inproc` for the harness.
 //!
@@ -15,7 +16,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use ruvio_fuzz::commands::Request;
-use ruvio_fuzz::resp::encode_request;
+use ruvio_fuzz::resp::{encode_inline, encode_request};
 use ruvio_server::config::PortMode;
 use ruvio_server::shard::inproc::TwoShards;
 
@@ -31,6 +32,18 @@ struct Input {
     /// exchanging them until quiet, so the other client's next read runs while a
     /// cross-shard command, a loan or a forwarded transaction is in flight.
     unsettled: Vec<bool>,
+    /// Per request (cycled): sent as an inline line instead of a multibulk.
+    inline: Vec<bool>,
+    /// Per request (cycled): an empty line before it (skipped, no reply).
+    blank_lines: Vec<bool>,
+}
+
+/// Inline lines are kept under the server's inline limit (64 KiB).
+const INLINE_LINE_MAX: usize = 16 * 1024;
+
+/// Whether the `n`th request takes the option `flags` (cycled; none when empty).
+fn cycled(flags: &[bool], n: usize) -> bool {
+    !flags.is_empty() && flags[n % flags.len()]
 }
 
 /// Allocations are counted as in the binary, so CONFIG SET maxmemory evicts and
@@ -62,7 +75,15 @@ fuzz_target!(|input: Input| {
                 ruvio_fuzz::commands::show(&request.argv())
             );
         }
-        streams[c].extend_from_slice(&encode_request(&request.argv()));
+        let n = sent.iter().sum::<usize>();
+        if cycled(&input.blank_lines, n) {
+            streams[c].extend_from_slice(b"\r\n");
+        }
+        let argv = request.argv();
+        let inline = cycled(&input.inline, n)
+            .then(|| encode_inline(&argv, INLINE_LINE_MAX))
+            .flatten();
+        streams[c].extend_from_slice(&inline.unwrap_or_else(|| encode_request(&argv)));
         let marker = sent[c].to_string();
         streams[c].extend_from_slice(&encode_request(&[b"ECHO".as_slice(), marker.as_bytes()]));
         sent[c] += 1;
@@ -76,8 +97,7 @@ fuzz_target!(|input: Input| {
     for round in 0..rounds {
         for (c, pieces) in reads.iter().enumerate() {
             if let Some(piece) = pieces.get(round) {
-                let hold =
-                    !input.unsettled.is_empty() && input.unsettled[read % input.unsettled.len()];
+                let hold = cycled(&input.unsettled, read);
                 read += 1;
                 match hold {
                     true => server.receive_unsettled(c, piece),

@@ -153,6 +153,36 @@ pub fn parse_in_pieces(data: &[u8], cuts: &[u16], limits: &Limits) -> Run {
 }
 
 /// `*N\r\n$len\r\narg\r\n...`
+/// `args` as an inline request (a line of words, as telnet and `redis-cli
+/// --pipe` send them): every argument in double quotes, each byte but a
+/// letter or digit as a `\xHH` escape, so any bytes travel (Redis's
+/// `sdssplitargs`). `None` when there are no arguments (an inline empty line
+/// is no request) or the line would be longer than `line_max`.
+pub fn encode_inline<A: AsRef<[u8]>>(args: &[A], line_max: usize) -> Option<Vec<u8>> {
+    if args.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        out.push(b'"');
+        for &b in a.as_ref() {
+            match b.is_ascii_alphanumeric() {
+                true => out.push(b),
+                false => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            }
+        }
+        out.push(b'"');
+        if out.len() > line_max {
+            return None;
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
+}
+
 pub fn encode_request<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
