@@ -326,19 +326,18 @@ impl CommandParser {
     ) -> Result<Parsed<'a>, ProtocolError> {
         let command = &buf[offset..];
         let at = command.as_ptr() as usize;
-        let follows = match offset {
+        // At the front: what was kept is forgotten, an incomplete multibulk's
+        // progress used. Further on: kept only right behind the last kept one.
+        let (follows, (progress, inline)) = match offset {
             0 => {
                 self.forget_ahead();
-                true
-            }
-            _ => self.ahead.back().is_some_and(|a| a.at + a.consumed == at),
-        };
-        let (progress, inline) = match offset {
-            0 => {
                 let resume = self.partial.take().filter(|p| p.next <= buf.len());
-                self.read(buf, limits, resume, true)?
+                (true, self.read(buf, limits, resume, true)?)
             }
-            _ => self.read(command, limits, None, false)?,
+            _ => {
+                let follows = self.ahead.back().is_some_and(|a| a.at + a.consumed == at);
+                (follows, self.read(command, limits, None, false)?)
+            }
         };
         if let (true, Progress::Complete { consumed }) = (follows, &progress) {
             let spans = (!inline).then(|| {
