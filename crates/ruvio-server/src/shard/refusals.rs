@@ -22,9 +22,10 @@ use ruvio_resp::{Args, Protocol};
 /// whenever it could apply: the row (arity, a script call, EXEC), the client
 /// (not authenticated, a restricted ACL user, RESP2 subscribed mode, MULTI),
 /// the shard (loading, `maxmemory` set), the server (a replica, or writes
-/// refused for want of replicas), the node (a cluster node replicating its
-/// master). When it is true the checks run in Redis's
-/// order, exactly as they would without the gate.
+/// refused for want of replicas) and the node (a cluster node replicating its
+/// master), those two but for the primary's stream, which they never refuse.
+/// When it is true the checks run in Redis's order, exactly as they would
+/// without the gate.
 #[inline(always)]
 pub(super) fn needs_checks(
     core: &ShardCore,
@@ -38,12 +39,15 @@ pub(super) fn needs_checks(
         | client.multi.is_some()
         | (client.proto == Protocol::Resp2 && client.subs.active());
     let replication = &core.shared.replication;
-    let server = core.loading.refuses()
-        | (core.cfg.maxmemory != 0)
-        | replication.is_replica()
-        | replication.writes_refused()
-        | super::node_replica::following(core);
-    row | conn | server
+    let server = core.loading.refuses() | (core.cfg.maxmemory != 0);
+    // Refusals the primary's own stream never meets (READONLY, NOREPLICAS, a
+    // cluster replica's MOVED): on a replica every command of that stream
+    // went through the whole chain for nothing.
+    let replica = !client.master
+        & (replication.is_replica()
+            | replication.writes_refused()
+            | super::node_replica::following(core));
+    row | conn | server | replica
 }
 
 /// The refusal a call meets before it runs, in Redis's order (arity, NOAUTH,
