@@ -681,13 +681,16 @@ impl CmdError {
     }
 
     /// An error line that quotes client bytes (`prefix` + `quoted` + `suffix`) the way
-    /// Redis' `addReplyErrorFormat` does: the bytes stay as they are, CR and LF become
-    /// spaces.
+    /// Redis' `addReplyErrorFormat` does: the bytes stay as they are, but CR and LF
+    /// at the line's end are dropped (`sdstrim`) and the others become spaces.
     pub fn quoted(prefix: &str, quoted: &[u8], suffix: &str) -> CmdError {
         let mut line = Vec::with_capacity(prefix.len() + quoted.len() + suffix.len());
         line.extend_from_slice(prefix.as_bytes());
         line.extend_from_slice(quoted);
         line.extend_from_slice(suffix.as_bytes());
+        while line.last().is_some_and(|&b| b == b'\r' || b == b'\n') {
+            line.pop();
+        }
         for b in &mut line {
             if *b == b'\r' || *b == b'\n' {
                 *b = b' ';

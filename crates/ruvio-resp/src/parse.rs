@@ -645,6 +645,9 @@ fn bulk_len(digits: &[u8], limits: &Limits) -> Result<usize, ProtocolError> {
 
 /// An inline command: one line up to `\n` (a `\r` before it is dropped), split into
 /// arguments like `sdssplitargs`. Arguments are unescaped into `scratch`.
+/// Redis looks for the `\n` with `strchr`, which stops at a NUL byte: a line
+/// holding one is never complete, and the request waits until the unread
+/// bytes pass the inline limit (`too big inline request`), as there.
 fn parse_inline(
     buf: &[u8],
     limits: &Limits,
@@ -652,7 +655,11 @@ fn parse_inline(
     scratch: &mut Vec<u8>,
 ) -> Result<Progress, ProtocolError> {
     let window_end = limits.inline_bytes_max.saturating_add(1).min(buf.len());
-    let Some(newline) = buf[..window_end].iter().position(|&b| b == b'\n') else {
+    let end = buf[..window_end]
+        .iter()
+        .position(|&b| b == b'\n' || b == 0)
+        .filter(|&at| buf[at] == b'\n');
+    let Some(newline) = end else {
         if buf.len() > limits.inline_bytes_max {
             return Err(ProtocolError::TooBigInlineRequest);
         }

@@ -89,6 +89,47 @@ fn empty_lines_are_skipped_while_replies_are_outstanding_or_clients_paused() {
     assert_alive(&server);
 }
 
+/// Error lines that quote a client's bytes, as Redis's `addReplyErrorFormat`:
+/// up to a NUL (`%s`), CR and LF at the end dropped, the others spaces
+/// (REPLCONF put them in its error as they came, found by the dispatch fuzzer).
+#[test]
+fn error_lines_quoting_client_bytes_stay_one_line() {
+    let server = Server::forward(2);
+    let mut conn = server.raw();
+    conn.roundtrip(
+        b"*3\r\n$8\r\nREPLCONF\r\n$2\r\n2\r\r\n$1\r\n1\r\n",
+        b"-ERR Unrecognized REPLCONF option: 2\r\n",
+    );
+    conn.roundtrip(
+        b"*3\r\n$8\r\nREPLCONF\r\n$5\r\na\nb\r\n\r\n$1\r\n1\r\n",
+        b"-ERR Unrecognized REPLCONF option: a b\r\n",
+    );
+    conn.roundtrip(
+        b"*3\r\n$8\r\nREPLCONF\r\n$3\r\na\0b\r\n$1\r\n1\r\n",
+        b"-ERR Unrecognized REPLCONF option: a\r\n",
+    );
+    conn.roundtrip(
+        b"*4\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$2\r\n10\r\n$3\r\nNX\n\r\n",
+        b"-ERR Unsupported option NX\r\n",
+    );
+}
+
+/// An inline line holding a NUL byte never ends (Redis looks for its `\n` with
+/// `strchr`): no reply, and the connection is closed once the unread bytes
+/// pass the inline limit.
+#[test]
+fn an_inline_line_holding_a_nul_waits_until_too_big() {
+    let server = Server::forward(1);
+    let mut conn = server.raw();
+    conn.roundtrip(b"PING\r\n", b"+PONG\r\n");
+    let mut request = b"ECHO a\0b\r\nPING\r\n".to_vec();
+    conn.send(&request);
+    conn.expect_silence(Duration::from_millis(300));
+    request = vec![b'x'; 70_000];
+    conn.roundtrip(&request, b"-ERR Protocol error: too big inline request\r\n");
+    conn.expect_closed();
+}
+
 /// 100 commands of several kinds in one write; the replies come back in order.
 fn pipeline_100(server: &Server) {
     let mut request = Vec::new();

@@ -695,9 +695,13 @@ fn replconf<S: Server>(
             return Ok(());
         }
         if !option.eq_ignore_ascii_case(b"rdb-only") {
-            let option = String::from_utf8_lossy(option);
-            return Err(CmdError::Line(
-                format!("ERR Unrecognized REPLCONF option: {option}").into_bytes(),
+            // Printed with `%s` by `addReplyErrorFormat`: up to a NUL, CR and LF
+            // trimmed at the end and spaces elsewhere, the bytes as they are.
+            let option = option.split(|&b| b == 0).next().unwrap_or_default();
+            return Err(CmdError::quoted(
+                "ERR Unrecognized REPLCONF option: ",
+                option,
+                "",
             ));
         }
         i += 2;
