@@ -702,13 +702,13 @@ impl CmdError {
     /// `ERR Unsupported option <opt>` (EXPIRE family). Redis prints the option with
     /// `%s`, so it stops at the first NUL byte.
     pub fn unsupported_option(opt: &[u8]) -> CmdError {
-        let opt = opt.split(|&b| b == 0).next().unwrap_or_default();
+        let opt = until_nul(opt);
         CmdError::quoted("ERR Unsupported option ", opt, "")
     }
 
     /// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.` (at most 128 bytes quoted).
     pub fn unknown_subcommand(sub: &[u8], container: &str) -> CmdError {
-        let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
+        let sub = until_nul(sub);
         let sub = &sub[..sub.len().min(QUOTED_BYTES_MAX)];
         let container = container.to_ascii_uppercase();
         CmdError::quoted(
@@ -721,7 +721,7 @@ impl CmdError {
     /// Redis' `addReplySubcommandSyntaxError`: a subcommand with arguments it does
     /// not take.
     pub fn subcommand_syntax(sub: &[u8], container: &str) -> CmdError {
-        let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
+        let sub = until_nul(sub);
         let sub = &sub[..sub.len().min(QUOTED_BYTES_MAX)];
         let container = container.to_ascii_uppercase();
         CmdError::quoted(
@@ -732,7 +732,8 @@ impl CmdError {
     }
 
     /// Redis 7's `ERR unknown command '<name>', with args beginning with: '<arg>' ...`:
-    /// the name and the arguments quoted up to [`QUOTED_BYTES_MAX`] bytes each way.
+    /// the name and the arguments quoted up to [`QUOTED_BYTES_MAX`] bytes each way,
+    /// each up to a NUL (printed with `%s`).
     pub fn unknown_command(args: Args<'_>) -> CmdError {
         let mut shown = Vec::new();
         for arg in args.iter().skip(1) {
@@ -740,11 +741,12 @@ impl CmdError {
                 break;
             }
             let room = QUOTED_BYTES_MAX - shown.len();
+            let arg = until_nul(arg);
             shown.push(b'\'');
             shown.extend_from_slice(&arg[..arg.len().min(room)]);
             shown.extend_from_slice(b"' ");
         }
-        let name = args.get(0);
+        let name = until_nul(args.get(0));
         let mut line = b"ERR unknown command '".to_vec();
         line.extend_from_slice(&name[..name.len().min(QUOTED_BYTES_MAX)]);
         line.extend_from_slice(b"', with args beginning with: ");
@@ -858,4 +860,10 @@ fn at_least_one_key_message(cmd: &str) -> &'static str {
         "zintercard" => "ERR at least 1 input key is needed for 'zintercard' command",
         _ => "ERR at least 1 input key is needed",
     }
+}
+
+/// What C's `%s` prints of a byte string: the bytes before the first NUL (an
+/// error Redis formats with `%s` ends there).
+pub fn until_nul(s: &[u8]) -> &[u8] {
+    s.split(|&b| b == 0).next().unwrap_or_default()
 }

@@ -489,7 +489,14 @@ fn find_header(buf: &[u8], start: usize, limits: &Limits) -> Header {
         .saturating_add(limits.inline_bytes_max)
         .saturating_add(1);
     let window_end = too_big_at.min(buf.len());
-    match buf[start..window_end].iter().position(|&b| b == b'\r') {
+    // Redis finds the `\r` with `strchr`, which stops at a NUL: a header line
+    // holding one never ends, and waits until it is too big, as there.
+    let line = &buf[start..window_end];
+    match line
+        .iter()
+        .position(|&b| b == b'\r' || b == 0)
+        .filter(|&at| line[at] == b'\r')
+    {
         Some(offset) => {
             let cr = start + offset;
             if cr + 1 < buf.len() {

@@ -116,9 +116,9 @@ fn error_lines_quoting_client_bytes_stay_one_line() {
 
 /// An inline line holding a NUL byte never ends (Redis looks for its `\n` with
 /// `strchr`): no reply, and the connection is closed once the unread bytes
-/// pass the inline limit.
+/// pass the inline limit; a multibulk's header line the same.
 #[test]
-fn an_inline_line_holding_a_nul_waits_until_too_big() {
+fn a_line_holding_a_nul_waits_until_too_big() {
     let server = Server::forward(1);
     let mut conn = server.raw();
     conn.roundtrip(b"PING\r\n", b"+PONG\r\n");
@@ -128,6 +128,29 @@ fn an_inline_line_holding_a_nul_waits_until_too_big() {
     request = vec![b'x'; 70_000];
     conn.roundtrip(&request, b"-ERR Protocol error: too big inline request\r\n");
     conn.expect_closed();
+    // A multibulk's header lines the same (Redis finds their `\r` with `strchr`).
+    for (head, error) in [
+        (
+            &b"*1\0\r\n"[..],
+            &b"-ERR Protocol error: too big mbulk count string\r\n"[..],
+        ),
+        (
+            b"*1\r\n$4\0\r\n",
+            b"-ERR Protocol error: too big bulk count string\r\n",
+        ),
+    ] {
+        let mut conn = server.raw();
+        conn.send(head);
+        conn.expect_silence(Duration::from_millis(300));
+        conn.roundtrip(&vec![b'x'; 70_000], error);
+        conn.expect_closed();
+    }
+    // A name or argument in an error line ends at a NUL (printed with `%s`).
+    let mut conn = server.raw();
+    conn.roundtrip(
+        b"*2\r\n$4\r\nPI\0G\r\n$3\r\na\0b\r\n",
+        b"-ERR unknown command 'PI', with args beginning with: 'a' \r\n",
+    );
 }
 
 /// 100 commands of several kinds in one write; the replies come back in order.

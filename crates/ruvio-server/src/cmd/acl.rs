@@ -14,6 +14,7 @@ use crate::messaging::pubsub::Kind;
 use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help, CommandTree};
+use ruvio_engine::error::until_nul;
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
@@ -189,11 +190,6 @@ fn setuser<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
             &format!("': {}", e.text()),
         )),
     }
-}
-
-/// What C's `%s` prints of a byte string.
-fn until_nul(s: &[u8]) -> &[u8] {
-    s.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// `ACL DELUSER username [username ...]`

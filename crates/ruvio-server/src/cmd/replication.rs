@@ -697,10 +697,9 @@ fn replconf<S: Server>(
         if !option.eq_ignore_ascii_case(b"rdb-only") {
             // Printed with `%s` by `addReplyErrorFormat`: up to a NUL, CR and LF
             // trimmed at the end and spaces elsewhere, the bytes as they are.
-            let option = option.split(|&b| b == 0).next().unwrap_or_default();
             return Err(CmdError::quoted(
                 "ERR Unrecognized REPLCONF option: ",
-                option,
+                ruvio_engine::error::until_nul(option),
                 "",
             ));
         }
