@@ -754,14 +754,14 @@ impl CmdError {
         CmdError::quoted("", &line, "")
     }
 
-    /// `ERR Syntax error in HELLO option '<opt>'`.
+    /// `ERR Syntax error in HELLO option '<opt>'` (up to a NUL, `%s`).
     pub fn hello_option(opt: &[u8]) -> CmdError {
-        CmdError::quoted("ERR Syntax error in HELLO option '", opt, "'")
+        CmdError::quoted("ERR Syntax error in HELLO option '", until_nul(opt), "'")
     }
 
-    /// `ERR Unknown client type '<type>'` (CLIENT LIST / KILL TYPE).
+    /// `ERR Unknown client type '<type>'` (CLIENT LIST / KILL TYPE; up to a NUL, `%s`).
     pub fn unknown_client_type(ty: &[u8]) -> CmdError {
-        CmdError::quoted("ERR Unknown client type '", ty, "'")
+        CmdError::quoted("ERR Unknown client type '", until_nul(ty), "'")
     }
 
     /// `ERR Unrecognized option '<attr>'` (CLIENT SETINFO).
@@ -770,11 +770,11 @@ impl CmdError {
     }
 
     /// CONFIG SET of a parameter that does not exist (`name` lower-cased, as Redis
-    /// prints it).
+    /// prints it, up to a NUL).
     pub fn config_unknown(name: &[u8]) -> CmdError {
         CmdError::quoted(
             "ERR Unknown option or number of arguments for CONFIG SET - '",
-            name,
+            until_nul(name),
             "'",
         )
     }

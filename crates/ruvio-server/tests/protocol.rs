@@ -151,6 +151,18 @@ fn a_line_holding_a_nul_waits_until_too_big() {
         b"*2\r\n$4\r\nPI\0G\r\n$3\r\na\0b\r\n",
         b"-ERR unknown command 'PI', with args beginning with: 'a' \r\n",
     );
+    conn.roundtrip(
+        b"*4\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n$4\r\nTYPE\r\n$3\r\nZ\0W\r\n",
+        b"-ERR Unknown client type 'Z'\r\n",
+    );
+    conn.roundtrip(
+        b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$3\r\nZ\0W\r\n$1\r\n1\r\n",
+        b"-ERR Unknown option or number of arguments for CONFIG SET - 'Z'\r\n",
+    );
+    conn.roundtrip(
+        b"*3\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$3\r\nZ\0W\r\n",
+        b"-ERR Syntax error in HELLO option 'Z'\r\n",
+    );
 }
 
 /// 100 commands of several kinds in one write; the replies come back in order.
