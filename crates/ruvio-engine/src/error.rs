@@ -669,13 +669,9 @@ impl CmdError {
     /// Write the error reply.
     pub fn write(&self, reply: &mut Reply<'_>) {
         match self {
-            CmdError::Line(line) => {
-                let mut raw = Vec::with_capacity(line.len() + 3);
-                raw.push(b'-');
-                raw.extend_from_slice(line);
-                raw.extend_from_slice(b"\r\n");
-                reply.raw(&raw);
-            }
+            // Its text may quote a client's bytes (an unknown node's name, an
+            // option): kept to one line as Redis keeps its formatted errors.
+            CmdError::Line(line) => reply.error_bytes(line),
             _ => reply.error(&self.message()),
         }
     }

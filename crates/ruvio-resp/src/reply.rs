@@ -42,11 +42,20 @@ impl<'a> Reply<'a> {
         self.line(b'+', text.as_bytes());
     }
     /// `-line`: `line` is the whole error text including its code, e.g. `ERR syntax error`.
-    /// A leading `-` in `line` is not doubled; CR and LF become spaces, as Redis's
-    /// `addReplyErrorFormat` does, so the reply stays one line.
+    /// A leading `-` in `line` is not doubled; written as [`error_bytes`](Self::error_bytes).
     pub fn error(&mut self, line: &str) {
         let line = line.strip_prefix('-').unwrap_or(line);
-        self.line(b'-', line.as_bytes());
+        self.error_bytes(line.as_bytes());
+    }
+    /// `-line` as Redis's `addReplyErrorFormat` writes the line it formatted:
+    /// CR and LF at its end dropped, any other turned into a space, so the
+    /// reply stays one line whatever client bytes it quotes.
+    pub fn error_bytes(&mut self, line: &[u8]) {
+        let end = line
+            .iter()
+            .rposition(|&b| b != b'\r' && b != b'\n')
+            .map_or(0, |last| last + 1);
+        self.line(b'-', &line[..end]);
     }
     /// `:n`
     pub fn int(&mut self, n: i64) {

@@ -36,6 +36,12 @@ fn simple_strings_and_errors() {
     same(|r| r.error("ERR syntax error"), b"-ERR syntax error\r\n");
     same(|r| r.error("-WRONGTYPE x"), b"-WRONGTYPE x\r\n");
     same(|r| r.error("ERR bad\nline"), b"-ERR bad line\r\n");
+    // As `addReplyErrorFormat`: CR and LF at the end dropped, the others spaces.
+    same(
+        |r| r.error_bytes(b"ERR Unknown node a\r\nb\r\r\n"),
+        b"-ERR Unknown node a  b\r\n",
+    );
+    same(|r| r.error_bytes(b"\r\n"), b"-\r\n");
 }
 
 #[test]
