@@ -489,14 +489,7 @@ fn find_header(buf: &[u8], start: usize, limits: &Limits) -> Header {
         .saturating_add(limits.inline_bytes_max)
         .saturating_add(1);
     let window_end = too_big_at.min(buf.len());
-    // Redis finds the `\r` with `strchr`, which stops at a NUL: a header line
-    // holding one never ends, and waits until it is too big, as there.
-    let line = &buf[start..window_end];
-    match line
-        .iter()
-        .position(|&b| b == b'\r' || b == 0)
-        .filter(|&at| line[at] == b'\r')
-    {
+    match buf[start..window_end].iter().position(|&b| b == b'\r') {
         Some(offset) => {
             let cr = start + offset;
             if cr + 1 < buf.len() {
@@ -652,9 +645,6 @@ fn bulk_len(digits: &[u8], limits: &Limits) -> Result<usize, ProtocolError> {
 
 /// An inline command: one line up to `\n` (a `\r` before it is dropped), split into
 /// arguments like `sdssplitargs`. Arguments are unescaped into `scratch`.
-/// Redis looks for the `\n` with `strchr`, which stops at a NUL byte: a line
-/// holding one is never complete, and the request waits until the unread
-/// bytes pass the inline limit (`too big inline request`), as there.
 fn parse_inline(
     buf: &[u8],
     limits: &Limits,
@@ -662,11 +652,7 @@ fn parse_inline(
     scratch: &mut Vec<u8>,
 ) -> Result<Progress, ProtocolError> {
     let window_end = limits.inline_bytes_max.saturating_add(1).min(buf.len());
-    let end = buf[..window_end]
-        .iter()
-        .position(|&b| b == b'\n' || b == 0)
-        .filter(|&at| buf[at] == b'\n');
-    let Some(newline) = end else {
+    let Some(newline) = buf[..window_end].iter().position(|&b| b == b'\n') else {
         if buf.len() > limits.inline_bytes_max {
             return Err(ProtocolError::TooBigInlineRequest);
         }

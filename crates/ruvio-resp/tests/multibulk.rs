@@ -79,6 +79,8 @@ fn invalid_multibulk_length() {
         b"*100000000000000000000\r\n",
         // The first `\r` ends the count line, whatever came before it.
         b"*1\n$3\r\nfoo\r\n",
+        // NUL is an ordinary byte here (Redis would stall on it).
+        b"*1\0\r\n",
     ] {
         assert_eq!(
             error(input),
@@ -86,12 +88,6 @@ fn invalid_multibulk_length() {
             "{input:?}"
         );
     }
-    // A NUL hides the `\r` from Redis's `strchr`: the line waits for more
-    // bytes until it is too big (redis-server 7.0.15 does the same).
-    assert_eq!(need(b"*1\0\r\n"), 7);
-    let mut input = b"*1\0\r\n".to_vec();
-    input.resize(INLINE_BYTES_MAX + 1, b'x');
-    assert_eq!(error(&input), ProtocolError::TooBigMbulkCountString);
     assert_eq!(
         ProtocolError::InvalidMultibulkLength.message(),
         "ERR Protocol error: invalid multibulk length"

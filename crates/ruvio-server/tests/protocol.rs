@@ -114,38 +114,14 @@ fn error_lines_quoting_client_bytes_stay_one_line() {
     );
 }
 
-/// An inline line holding a NUL byte never ends (Redis looks for its `\n` with
-/// `strchr`): no reply, and the connection is closed once the unread bytes
-/// pass the inline limit; a multibulk's header line the same.
+/// A name or argument in an error line ends at a NUL (Redis prints it with
+/// `%s`). A NUL in a request line itself is not followed: Redis looks for the
+/// line's end with `strchr` and so waits for more bytes until the line is too
+/// big; Ruvio answers the line (a TLS client on the plain port, whose hello holds
+/// NULs, gets its protocol error at once instead of hanging).
 #[test]
-fn a_line_holding_a_nul_waits_until_too_big() {
+fn error_lines_quote_names_up_to_a_nul() {
     let server = Server::forward(1);
-    let mut conn = server.raw();
-    conn.roundtrip(b"PING\r\n", b"+PONG\r\n");
-    let mut request = b"ECHO a\0b\r\nPING\r\n".to_vec();
-    conn.send(&request);
-    conn.expect_silence(Duration::from_millis(300));
-    request = vec![b'x'; 70_000];
-    conn.roundtrip(&request, b"-ERR Protocol error: too big inline request\r\n");
-    conn.expect_closed();
-    // A multibulk's header lines the same (Redis finds their `\r` with `strchr`).
-    for (head, error) in [
-        (
-            &b"*1\0\r\n"[..],
-            &b"-ERR Protocol error: too big mbulk count string\r\n"[..],
-        ),
-        (
-            b"*1\r\n$4\0\r\n",
-            b"-ERR Protocol error: too big bulk count string\r\n",
-        ),
-    ] {
-        let mut conn = server.raw();
-        conn.send(head);
-        conn.expect_silence(Duration::from_millis(300));
-        conn.roundtrip(&vec![b'x'; 70_000], error);
-        conn.expect_closed();
-    }
-    // A name or argument in an error line ends at a NUL (printed with `%s`).
     let mut conn = server.raw();
     conn.roundtrip(
         b"*2\r\n$4\r\nPI\0G\r\n$3\r\na\0b\r\n",
