@@ -126,6 +126,7 @@ pub struct RunningFunction {
 
 impl ScriptWatch {
     /// The kind of the script running past `threshold_ms`, if one is.
+    #[inline]
     fn busy(&self, threshold_ms: u64) -> Option<bool> {
         // The run is published after its start time: read it first.
         if self.run.load(Ordering::Acquire) == 0 {
@@ -209,7 +210,9 @@ impl ScriptWatches {
         self.threshold_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// `-BUSY` if `shard` runs a script past the threshold.
+    /// `-BUSY` if `shard` runs a script past the threshold. Inlined up to the
+    /// test for a running script: every command forwarded to `shard` asks.
+    #[inline]
     pub fn busy_error(&self, shard: usize) -> Option<CmdError> {
         let function = self.shards.get(shard)?.busy(self.threshold_ms())?;
         Some(busy_error(function))

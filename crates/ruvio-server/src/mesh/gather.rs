@@ -267,7 +267,11 @@ pub fn deliver<'a>(
         core.record_answered(&conn.client, &record);
     }
     let at = core.delivery();
-    at.dirty.push(who);
+    if at.dirty.last() != Some(&who) {
+        // A batch's replies to one pipeline land one after the other: the
+        // connection is marked once, not once per reply.
+        at.dirty.push(who);
+    }
     crate::net::outlimit::enforce(at.limits, at.now_ms, at.dirty, conn, who);
     let answered = conn
         .client

@@ -275,6 +275,7 @@ const LEND_NOW_TICKETS: u64 = 1 << 63;
 /// The commands that run a script. SKIP_MONITOR marks only these rows (Redis
 /// feeds MONITOR a script before it runs), so on the request path every other
 /// command stops at one flag test.
+#[inline]
 pub fn is_script(meta: &ruvio_engine::CommandMeta) -> bool {
     meta.has(ruvio_engine::command::flags::SKIP_MONITOR)
         && meta.group == "scripting"

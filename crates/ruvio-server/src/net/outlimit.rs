@@ -2,10 +2,10 @@
 //! closed, as Redis closes it, so a client that never reads (a stuck subscriber, a
 //! pipeline of large GETs) cannot hold the server's memory.
 //!
-//! Each client class (normal, pubsub, replica: a replica class is accepted and
-//! kept, Ruvio has no replicas) has a hard limit, past which the client is closed at
-//! once, and a soft limit with a number of seconds: a client that stays at or over
-//! the soft limit longer than that is closed. 0 disables a limit. As in Redis the
+//! Each client class (normal, pubsub, replica) has a hard limit, past which the
+//! client is closed at once, and a soft limit with a number of seconds: a client
+//! that stays at or over the soft limit longer than that is closed. 0 disables a
+//! limit. As in Redis the
 //! check runs when output is added to a client (its replies, a Pub/Sub message, a
 //! reply that came back from another shard), and the output that counts is every
 //! byte not yet sent: replies ready, parked behind held slots, and the part of the
@@ -13,7 +13,7 @@
 //! a subscription. A closed client's output is dropped, and Redis' log line is
 //! written to stderr.
 
-use crate::config::output_limits::OutputLimits;
+use crate::config::output_limits::{ClassLimit, OutputLimits};
 use crate::net::conn::{ClientState, Conn, ReplyQueue};
 
 /// True when a batch of commands has queued more output than the hard limit of
@@ -34,7 +34,9 @@ pub fn hard_limit_crossed(
 /// Reply bytes built per origin connection in one forwarded batch.
 #[derive(Debug, Default)]
 pub struct BuiltOutput {
-    per_conn: ahash::AHashMap<(u32, u32), u64>,
+    /// Made by the first capped reply (its hasher's random state costs a
+    /// batch of small replies more than their caps): none while no limit is set.
+    per_conn: Option<ahash::AHashMap<(u32, u32), u64>>,
 }
 
 /// The reply that stands in for the rest of a forwarded batch's replies to a
@@ -48,6 +50,7 @@ const OVER_LIMIT_PLACEHOLDER: &[u8] = b"-ERR output buffer limit\r\n";
 /// limits (both set), its client is over its own and will be closed, so the rest
 /// are replaced by a short placeholder. Costs nothing while either limit is 0
 /// (Redis' default for normal clients).
+#[inline]
 pub fn cap_forwarded(
     limits: &OutputLimits,
     built: &mut BuiltOutput,
@@ -58,7 +61,11 @@ pub fn cap_forwarded(
         return;
     }
     let cap = limits.normal.hard.max(limits.pubsub.hard);
-    let total = built.per_conn.entry(conn).or_default();
+    let total = built
+        .per_conn
+        .get_or_insert_with(Default::default)
+        .entry(conn)
+        .or_default();
     if *total > cap {
         reply.clear();
         reply.extend_from_slice(OVER_LIMIT_PLACEHOLDER);
@@ -74,7 +81,9 @@ fn unsent_bytes(conn: &Conn) -> u64 {
 
 /// Check `conn`'s output against its class's limits after output was added; close
 /// it when it is over (`dirty` gets it, so the shard frees it). Returns true when
-/// it was closed now.
+/// it was closed now. Inlined up to the class's limits: every reply that lands
+/// from another shard asks, and a normal client has none by default.
+#[inline]
 pub fn enforce(
     limits: &OutputLimits,
     now_ms: u64,
@@ -90,6 +99,18 @@ pub fn enforce(
     if (limit.hard == 0 && limit.soft == 0) || conn.client.killed {
         return false;
     }
+    enforce_limit(limit, now_ms, dirty, conn, who)
+}
+
+/// [`enforce`] for a client whose class has a limit.
+#[inline(never)]
+fn enforce_limit(
+    limit: ClassLimit,
+    now_ms: u64,
+    dirty: &mut Vec<(u32, u32)>,
+    conn: &mut Conn,
+    who: (u32, u32),
+) -> bool {
     let used = unsent_bytes(conn);
     let over_hard = limit.hard != 0 && used >= limit.hard;
     let over_soft = limit.soft != 0 && used >= limit.soft;

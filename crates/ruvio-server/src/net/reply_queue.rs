@@ -248,6 +248,23 @@ impl ReplyQueue {
 
     /// Like [`hold`](Self::hold), with the element order of a [`Merge::Scatter`].
     pub fn hold_ordered(&mut self, merge: Merge, parts: usize, order: Vec<u16>) -> u64 {
+        self.push_held(merge, smallvec::smallvec![None; parts], order)
+    }
+
+    /// [`hold`](Self::hold) of one reply as it comes (a command forwarded whole):
+    /// inlined, every forwarded command holds one.
+    #[inline]
+    pub fn hold_one(&mut self) -> u64 {
+        self.push_held(Merge::Single, smallvec::smallvec![None], Vec::new())
+    }
+
+    #[inline]
+    fn push_held(
+        &mut self,
+        merge: Merge,
+        parts: SmallVec<[Option<Vec<u8>>; 1]>,
+        order: Vec<u16>,
+    ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         if let Some(last) = self.held.back() {
@@ -256,8 +273,8 @@ impl ReplyQueue {
         self.held.push_back(Held {
             seq,
             merge,
-            parts: smallvec::smallvec![None; parts],
-            missing: parts,
+            missing: parts.len(),
+            parts,
             order,
             silent: self.silent_new,
             after: Vec::new(),
@@ -390,8 +407,18 @@ impl ReplyQueue {
         answered
     }
 
-    /// Release every leading slot that is complete, in order.
+    /// Release every leading slot that is complete, in order. Inlined up to the
+    /// front's test: a reply that lands usually completes nothing behind it.
+    #[inline]
     fn release_complete(&mut self) {
+        if self.held.front().is_some_and(|h| h.missing == 0) {
+            self.release_completed();
+        }
+    }
+
+    /// [`release_complete`](Self::release_complete) once the front is complete.
+    #[inline(never)]
+    fn release_completed(&mut self) {
         while self.held.front().is_some_and(|h| h.missing == 0) {
             let h = self.held.pop_front().expect("front exists");
             if !self.held.is_empty() {

@@ -274,6 +274,7 @@ pub fn close_gate<T, W, A>(
 }
 
 /// A forwarded write's reply: sent now, or once its group is durable when it logged.
+#[inline(always)]
 pub fn reply_forwarded<R: Release>(
     core: &mut R,
     to: usize,

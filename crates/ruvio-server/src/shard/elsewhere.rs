@@ -64,7 +64,7 @@ pub(super) fn run(
         Route::ClusterDownReadOnly => Err(CmdError::ClusterDownReadOnly),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
-            let seq = replies.hold(Merge::Single, 1);
+            let seq = replies.hold_one();
             // The owner times and logs it (see `observability`).
             core.timing.hand_off();
             let mut tag = Tag {

@@ -90,7 +90,17 @@ pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> Owned
 /// first per key, until no written key has a waiter that can be served. A served
 /// command may write keys itself (BLMOVE pushes): those are served in turn. Each
 /// round removes a client, so this ends.
+/// Inlined up to the test for written keys with waiters: every command asks.
+#[inline]
 pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core.blocking.has_ready() {
+        serve_written(core, conns);
+    }
+}
+
+/// [`serve_ready`] when a key with waiters was written.
+#[inline(never)]
+fn serve_written(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     while let Some((db, key)) = core.blocking.take_ready() {
         // The value types a pop waiter found nothing to take from this round:
         // the later pop waiters of that type would find nothing either. Other
