@@ -245,7 +245,8 @@ fn debug_digest_value<S: Server>(
 ) -> ServerResult {
     let keys: Vec<Vec<u8>> = args.iter().skip(2).map(<[u8]>::to_vec).collect();
     let merge = Merge::Digest {
-        keys: Some(keys.len()),
+        // Arguments number far below 2^32.
+        keys: Some(keys.len() as u32),
     };
     let query = ClientQuery::ValueDigests {
         db: ctx.client.db,

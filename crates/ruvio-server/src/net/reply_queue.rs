@@ -46,7 +46,7 @@ pub enum Merge {
     /// DEBUG DIGEST (`keys: None`: each part a bulk of `(db u32, 20 bytes)` per
     /// non-empty database) or DIGEST-VALUE (`keys: Some(n)`: each part a bulk of n
     /// 20-byte digests): the shards' digests XORed, as a status (an array of them).
-    Digest { keys: Option<usize> },
+    Digest { keys: Option<u32> },
     /// DEBUG OBJECT: the part that is not nil (the shard holding the key), else
     /// Redis's `no such key`.
     FoundOrNoSuchKey,
@@ -84,6 +84,7 @@ impl PartBytes<'_> {
     /// smaller one is copied, so `ready` keeps its capacity for the replies
     /// after it (moving a 20-byte reply in freed `ready`'s buffer and made every
     /// following reply of the pipeline grow a new one).
+    #[inline(always)]
     fn append_to(self, ready: &mut Vec<u8>) {
         match self {
             PartBytes::Owned(v) if ready.is_empty() && v.len() > ready.capacity() => *ready = v,
@@ -112,9 +113,9 @@ struct Held {
     merge: Merge,
     /// Inline for one part (a forwarded command's reply): holding it allocates nothing.
     parts: SmallVec<[Option<Vec<u8>>; 1]>,
-    missing: usize,
+    missing: u32,
     /// For [`Merge::Scatter`]: the part each result element comes from.
-    order: Vec<u16>,
+    order: Box<[u16]>,
     /// CLIENT REPLY OFF/SKIP was in force for the command: drop its reply.
     silent: bool,
     after: Vec<u8>,
@@ -248,14 +249,18 @@ impl ReplyQueue {
 
     /// Like [`hold`](Self::hold), with the element order of a [`Merge::Scatter`].
     pub fn hold_ordered(&mut self, merge: Merge, parts: usize, order: Vec<u16>) -> u64 {
-        self.push_held(merge, smallvec::smallvec![None; parts], order)
+        self.push_held(
+            merge,
+            smallvec::smallvec![None; parts],
+            order.into_boxed_slice(),
+        )
     }
 
     /// [`hold`](Self::hold) of one reply as it comes (a command forwarded whole):
     /// inlined, every forwarded command holds one.
     #[inline]
     pub fn hold_one(&mut self) -> u64 {
-        self.push_held(Merge::Single, smallvec::smallvec![None], Vec::new())
+        self.push_held(Merge::Single, smallvec::smallvec![None], Box::default())
     }
 
     #[inline]
@@ -263,7 +268,7 @@ impl ReplyQueue {
         &mut self,
         merge: Merge,
         parts: SmallVec<[Option<Vec<u8>>; 1]>,
-        order: Vec<u16>,
+        order: Box<[u16]>,
     ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -273,7 +278,7 @@ impl ReplyQueue {
         self.held.push_back(Held {
             seq,
             merge,
-            missing: parts.len(),
+            missing: parts.len() as u32,
             parts,
             order,
             silent: self.silent_new,
@@ -554,7 +559,7 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
 /// [`Merge::Digest`]: XOR is commutative, so the shards' parts combine in any
 /// order; a dataset's databases are then mixed in database order, as Redis's
 /// `computeDatasetDigest` does.
-fn merge_digests(parts: &[Vec<u8>], keys: Option<usize>, out: &mut Vec<u8>) {
+fn merge_digests(parts: &[Vec<u8>], keys: Option<u32>, out: &mut Vec<u8>) {
     use ruvio_engine::debug_digest::{combine_databases, hex, Digest};
     const DIGEST_BYTES: usize = 20;
     let xor = |into: &mut Digest, from: &[u8]| {
@@ -563,7 +568,7 @@ fn merge_digests(parts: &[Vec<u8>], keys: Option<usize>, out: &mut Vec<u8>) {
     let bodies = parts.iter().filter_map(|p| bulk_text(p));
     match keys {
         Some(n) => {
-            let mut digests = vec![[0u8; DIGEST_BYTES]; n];
+            let mut digests = vec![[0u8; DIGEST_BYTES]; n as usize];
             for body in bodies {
                 for (d, chunk) in digests.iter_mut().zip(body.chunks_exact(DIGEST_BYTES)) {
                     xor(d, chunk);
