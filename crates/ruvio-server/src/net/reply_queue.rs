@@ -263,6 +263,7 @@ impl ReplyQueue {
         self.push_held(Merge::Single, smallvec::smallvec![None], Box::default())
     }
 
+    /// A new held slot at the back, of `parts` parts none of which is in yet.
     #[inline]
     fn push_held(
         &mut self,
