@@ -10,14 +10,14 @@
 //! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
 //! re-encoded as RESP and parsed again; while replicas are fed, a command that
 //! came as a canonical multibulk carries its request's bytes with them, which
-//! the owner's replication stream copies whole: [`Outbox::request_whole`])
-//! and a [`Tag`] per command naming the
-//! connection, the held reply slot, the part it fills and the client context the
-//! command runs with (database, protocol, no-touch, client id). The owner may
-//! defer an answer (a blocked command); the origin's held slot is released by the
-//! answer, and a departed client's parked command is dropped by a
-//! [`Control::Cancel`]. Channels never lose a message: a full channel keeps the
-//! message in the sender's backlog until the next loop iteration.
+//! the owner's replication stream copies whole: [`Outbox::request_whole`]) and a
+//! [`Tag`] per command naming the connection, the held reply slot, the part it
+//! fills and the client context the command runs with (database, protocol,
+//! no-touch, client id). The owner may defer an answer (a blocked command); the
+//! origin's held slot is released by the answer, and a departed client's parked
+//! command is dropped by a [`Control::Cancel`]. Channels never lose a message: a
+//! full channel keeps the message in the sender's backlog until the next loop
+//! iteration.
 //!
 //! The channels themselves (their ends, the doorbells, the backlog, a wait on
 //! this thread for another shard's answer) are `channels.rs`, re-exported here,
@@ -182,14 +182,13 @@ pub struct RequestBatch {
 /// A reply batch's buffers, emptied: its bytes and its tags.
 pub type ReplyBuffers = (Vec<u8>, Vec<(Tag, u32)>);
 
-/// Emptied buffers going back to the shard that sent them, in one box that
-/// shuttles between two shards with their batches: a request batch's buffers
-/// ride back with the replies to it, a reply batch's with the next requests,
-/// and the box itself goes back and forth, so that a steady exchange between
-/// two shards allocates nothing per round trip (`Outbox::send_back`,
-/// `recycle`, `keep_spare`). Boxed, as a batch inline made every message 80
-/// bytes larger and each move of one a `memcpy` (435 instructions a forwarded
-/// GET more, more than the allocations it saved).
+/// Emptied buffers going back to the shard that sent them, in one box that shuttles
+/// between two shards with their batches: a request batch's buffers ride back with the
+/// replies to it, a reply batch's with the next requests, and the box itself goes back
+/// and forth, so that a steady exchange between two shards allocates nothing per round
+/// trip (`Outbox::send_back`, `recycle`, `keep_spare`). Boxed, as a batch inline made
+/// every message 80 bytes larger and each move of one a `memcpy` (435 instructions a
+/// forwarded GET more, more than the allocations it saved).
 #[derive(Debug, Default)]
 pub struct Spare {
     /// The shard at the other end, set where the box arrives.
@@ -410,16 +409,14 @@ pub struct Invalidation {
     pub after: Option<After>,
 }
 
-/// Where an owner's channel to a third shard stood when the owner's part of
-/// a split write (or its share of a coordinated write) caused an
-/// invalidation it sends back to the command's origin for that shard (three
-/// shards or more): `sent` messages queued on the channel from `owner`,
-/// counting a batch still being filled, so every reply of a read it answered
-/// for that shard before the part is at or below it. The reader's shard
-/// delivers the relayed message once it has taken `sent` messages from
-/// `owner` (a channel is FIFO, so a count is a position in it); until then
-/// it waits, with every message from the same origin behind it (see
-/// `tracking`).
+/// Where an owner's channel to a third shard stood when the owner's part of a split
+/// write (or its share of a coordinated write) caused an invalidation it sends back to
+/// the command's origin for that shard (three shards or more): `sent` messages queued
+/// on the channel from `owner`, counting a batch still being filled, so every reply of
+/// a read it answered for that shard before the part is at or below it. The reader's
+/// shard delivers the relayed message once it has taken `sent` messages from `owner` (a
+/// channel is FIFO, so a count is a position in it); until then it waits, with every
+/// message from the same origin behind it (see `tracking`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct After {
     pub owner: usize,
@@ -885,12 +882,11 @@ impl Outbox {
         }
     }
 
-    /// Send request batch `batch`, run, back to the shard that sent it, emptied,
-    /// with the next replies to it (nothing is sent for it alone). A batch
-    /// that grew past [`PRESIZE_BYTES_MAX`] is dropped here: one pipeline of
-    /// large values does not stay allocated between two shards for good.
-    /// The box that came with it (`spare`, [`Spare`]) carries the batch back,
-    /// or a new one when none came.
+    /// Send request batch `batch`, run, back to the shard that sent it, emptied, with
+    /// the next replies to it (nothing is sent for it alone). A batch that grew past
+    /// [`PRESIZE_BYTES_MAX`] is dropped here: one pipeline of large values does not
+    /// stay allocated between two shards for good. The box that came with it (`spare`,
+    /// [`Spare`]) carries the batch back, or a new one when none came.
     pub fn send_back(&mut self, mut batch: RequestBatch, spare: Option<Box<Spare>>) {
         let shard = batch.from;
         if shard >= self.shards {
@@ -938,11 +934,10 @@ impl Outbox {
         }
     }
 
-    /// The origin delivered reply batch `bytes`, `tags` that came in box
-    /// `spare`: the buffers, emptied, go back to its sender with the next
-    /// request batch to it, in the same box. Buffers past
-    /// [`PRESIZE_BYTES_MAX`] are dropped (a pipeline of large replies does not
-    /// stay allocated).
+    /// The origin delivered reply batch `bytes`, `tags` that came in box `spare`: the
+    /// buffers, emptied, go back to its sender with the next request batch to it, in
+    /// the same box. Buffers past [`PRESIZE_BYTES_MAX`] are dropped (a pipeline of
+    /// large replies does not stay allocated).
     pub fn keep_spare(
         &mut self,
         mut spare: Box<Spare>,
@@ -971,11 +966,10 @@ impl Outbox {
         self.replies[shard].owed.extend(owed);
     }
 
-    /// Queue a reply for `shard`. A batch that has grown past
-    /// [`REPLY_BATCH_BYTES`] goes out as a message of its own, so the receiver frees
-    /// large replies as it takes them instead of holding the whole batch beside the
-    /// copies it made. Inlined up to that test: every forwarded command's reply
-    /// comes here.
+    /// Queue a reply for `shard`. A batch that has grown past [`REPLY_BATCH_BYTES`]
+    /// goes out as a message of its own, so the receiver frees large replies as it
+    /// takes them instead of holding the whole batch beside the copies it made. Inlined
+    /// up to that test: every forwarded command's reply comes here.
     #[inline(always)]
     pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
         self.ensure(shard + 1);
