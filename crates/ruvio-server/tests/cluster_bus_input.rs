@@ -275,10 +275,26 @@ fn bad_input_on_the_bus_is_dropped_and_the_node_keeps_serving() {
     // The known peer's name claiming the tested node's slots under epoch 1
     // (older than the tested node's 5): nothing moves, the sender is told
     // with an UPDATE about the owner (Redis's "has old slots configuration").
+    // Then an UPDATE in the peer's name giving it those slots under an epoch
+    // older than the peer's own (6). Both in one write: the PING makes this
+    // link the peer's inbound link, and the real peer's next PING on its own
+    // link would free it (Redis's setClusterNodeToInboundClusterLink) before
+    // a later write's UPDATE were read.
     let log = pair.log();
     let mut stream = pair.bus();
     let stale = Message::new(Kind::Ping, claim(peer_name, peer, 1), ping_body());
-    stream.write_all(&bytes_of(&stale)).expect("write");
+    let update = Message::new(
+        Kind::Update,
+        Header::new(peer_name),
+        Body::Update {
+            config_epoch: 2,
+            node: peer_name,
+            slots: claim(peer_name, peer, 2).slots,
+        },
+    );
+    let mut both = bytes_of(&stale);
+    both.extend_from_slice(&bytes_of(&update));
+    stream.write_all(&both).expect("write");
     assert_eq!(read_message(&mut stream).kind, Kind::Pong);
     let told = read_message(&mut stream);
     match &told.body {
@@ -296,19 +312,6 @@ fn bad_input_on_the_bus_is_dropped_and_the_node_keeps_serving() {
              about {tested_text}"
         ),
     );
-    // ... and an UPDATE in the peer's name giving it those slots under an
-    // epoch older than the peer's own (6).
-    let log = pair.log();
-    let update = Message::new(
-        Kind::Update,
-        Header::new(peer_name),
-        Body::Update {
-            config_epoch: 2,
-            node: peer_name,
-            slots: claim(peer_name, peer, 2).slots,
-        },
-    );
-    stream.write_all(&bytes_of(&update)).expect("write");
     pair.wait_log(
         &log,
         &format!("Ignoring UPDATE message about {peer_text} with config epoch 2: not newer than 6"),
