@@ -52,7 +52,16 @@ fn start(replica_flags: &[&str]) -> (Vec<Node>, Node) {
 #[test]
 fn a_replica_with_no_failover_waits_for_the_operator() {
     let _serial = one_at_a_time();
-    let no_failover = ["--cluster-replica-no-failover", "yes"];
+    // Factor 0: the data-age check (the other test) never stops this one's
+    // election once allowed, however long the failure detection and the wait
+    // below took on a loaded machine (CI once took 21 s from the kill to the
+    // CONFIG SET, past the 20 s a factor of 10 allows).
+    let no_failover = [
+        "--cluster-replica-no-failover",
+        "yes",
+        "--cluster-replica-validity-factor",
+        "0",
+    ];
     let (mut masters, replica) = start(&no_failover);
     let (master, other, r) = (masters[0].port, masters[1].port, replica.port);
     let (master_id, replica_id) = (myid(master), myid(r));
