@@ -29,6 +29,7 @@ Rows, `--after-start`, `--replica`, `--warm-command`, `--bench-args`, `--server-
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import time
 
@@ -68,6 +69,7 @@ def parse_args() -> argparse.Namespace:
                         "{port}; pinned to the generator's CPU, not counted): what a replica costs the primary")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"))
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--keep", metavar="DIR", help="keep each row's callgrind dump in DIR as SERVER-ROW-rROUND.callgrind")
     args = p.parse_args()
     if len(args.server) < 2:
         p.error("give two or more --server")
@@ -82,8 +84,9 @@ def under_callgrind(spec: bl.ServerSpec) -> bl.ServerSpec:
     return bl.ServerSpec(spec.name, spec.kind, argv, spec.binary, spec.version)
 
 
-def instructions(server: bl.ServerProcess) -> int:
-    """Dump the server's counts and read the instructions since the last zeroing."""
+def instructions(server: bl.ServerProcess) -> tuple[int, str]:
+    """Dump the server's counts and read the instructions since the last zeroing
+    (and the dump's path)."""
     before = set(glob.glob(os.path.join(server.workdir, "callgrind.out.*")))
     subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
     # A dump of a busy server under valgrind can take minutes on a loaded host.
@@ -93,19 +96,24 @@ def instructions(server: bl.ServerProcess) -> int:
             with open(path) as f:
                 for line in f:
                     if line.startswith(("summary:", "totals:")):
-                        return int(line.split()[1])
+                        return int(line.split()[1]), path
         time.sleep(0.2)
     raise RuntimeError(f"{server.spec.name}: no callgrind dump")
 
 
-def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests: int, bench: bool = True) -> dict:
+def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests: int, bench: bool = True,
+        keep_as: str = "") -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=requests,
                    keyspace=args.keyspace, datasize=args.datasize)
     subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
     result = bl.ruvio_bench(server.port, load, command=row.get("command"), test=row.get("test"),
                             cpus=args.client_cpu, binary=args.ruvio_bench,
                             extra=burst_ab.bench_args(args, server) if bench else [])
-    count = instructions(server)
+    count, dump = instructions(server)
+    if args.keep and keep_as:
+        # For a per-function diff of two servers (`callgrind_annotate` of each).
+        os.makedirs(args.keep, exist_ok=True)
+        shutil.copy(dump, os.path.join(args.keep, f"{keep_as}.callgrind"))
     return {"instructions": count, "requests": result.requests,
             "instructions_per_request": count / result.requests, "rps_under_callgrind": result.rps,
             **bl.row_conditions(result, server)}
@@ -140,7 +148,9 @@ def main() -> None:
         for r, order in enumerate(bl.round_orders(range(len(servers)), args.rounds)):
             result = {"order": [specs[i].name for i in order], "rows": {}}
             for name, row in rows:
-                result["rows"][name] = {specs[i].name: run(args, servers[i], row, args.requests) for i in order}
+                result["rows"][name] = {
+                    specs[i].name: run(args, servers[i], row, args.requests,
+                                       keep_as=f"{specs[i].name}-{name}-r{r + 1}") for i in order}
                 print(f"round {r + 1} {name}: " + "  ".join(
                     f"{n}={v['instructions_per_request']:,.0f}" for n, v in result["rows"][name].items()),
                     flush=True)
