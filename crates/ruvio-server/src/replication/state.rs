@@ -585,8 +585,8 @@ impl State {
         }
     }
 
-    /// `bytes` of the stream were applied (the master client's command, which
-    /// left the client in database `db`).
+    /// `bytes` of the stream were applied (the master client's commands, one
+    /// or more whole ones, which left the client in database `db`).
     /// The bytes also go to this server's backlog, byte for byte as the primary
     /// sent them, so once promoted it continues its replicas from the same
     /// offsets (`replid2`).

@@ -80,6 +80,11 @@ pub fn process_input(
     } = conn;
     let mut pos = conn.input_start;
     let first = pos;
+    // The primary's single stream: the bytes of the commands that ran and
+    // are not counted yet. Counted once per read (the backlog's lock and a
+    // copy), not once per command; at once where the count is read: before a
+    // REPLCONF GETACK runs, and per command during a catch-up.
+    let mut uncounted = pos..pos;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
         if replies.is_backed_up(sending) {
             // The client is not reading its replies: the rest of this read waits
@@ -153,20 +158,30 @@ pub fn process_input(
                     }
                 }
                 if run {
+                    if client.master && !uncounted.is_empty() && is_replconf(args) {
+                        // It may be a GETACK: it answers the offset before it.
+                        count_stream(core, client, &input[uncounted.clone()]);
+                        uncounted.start = uncounted.end;
+                    }
                     execute(core, conns, client, replies, who, args);
                 }
                 if client.master {
                     // The replication offset counts the stream's bytes once each
-                    // command ran (REPLCONF GETACK answers the offset before it).
+                    // command ran.
                     let db = client.db;
-                    let bytes = &input[pos - consumed..pos];
                     let state = &core.shared.replication;
                     if client.shard_link {
                         // Applied once nothing of it waits for another shard.
+                        let bytes = &input[pos - consumed..pos];
                         let settled = client.blocked.is_none() && !replies.is_holding();
                         state.shard_link_processed(core.id, bytes, (db, settled), core.now_ms);
                     } else {
-                        state.processed(bytes, db, core.now_ms);
+                        uncounted.end = pos;
+                        if state.in_catch_up() {
+                            // The catch-up reads the offset before each command.
+                            count_stream(core, client, &input[uncounted.clone()]);
+                            uncounted.start = pos;
+                        }
                     }
                 }
                 if crate::net::outlimit::hard_limit_crossed(
@@ -188,6 +203,9 @@ pub fn process_input(
             }
         }
     }
+    if !uncounted.is_empty() {
+        count_stream(core, client, &input[uncounted]);
+    }
     if client.master {
         // A replica with a log marks where the stream is (see `stream_mark`).
         crate::shard::replica::mark_stream(core, client);
@@ -207,6 +225,18 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
+}
+
+/// The primary's single stream: `bytes` (whole commands) ran, the client left in
+/// its database now.
+fn count_stream(core: &ShardCore, client: &ClientState, bytes: &[u8]) {
+    let state = &core.shared.replication;
+    state.processed(bytes, client.db, core.now_ms);
+}
+
+/// REPLCONF, whatever its case (a GETACK from the primary reads the offset).
+fn is_replconf(args: Args<'_>) -> bool {
+    args.get(0).eq_ignore_ascii_case(b"replconf")
 }
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.
