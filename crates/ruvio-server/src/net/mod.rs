@@ -1,7 +1,8 @@
 //! The network edge: listening and accepted sockets ([`socket`]), one client
 //! connection with its read buffer and client-visible state ([`conn`]; who runs
 //! a command and how, as it travels with it: [`caller`]), the reply
-//! queue that releases its replies in request order ([`reply_queue`]), the slab
+//! queue that releases its replies in request order ([`reply_queue`]) with the
+//! buffers of the replies parked behind its held slots ([`parked_buffers`]), the slab
 //! that indexes a shard's connections ([`slab`]), where the slab is while a script
 //! runs ([`lent`]), a client's Pub/Sub subscriptions ([`subscriptions`]), its
 //! open transaction's queue as plain data ([`queued`]), and
@@ -16,6 +17,7 @@ pub mod caller;
 pub mod conn;
 pub mod lent;
 pub mod outlimit;
+pub mod parked_buffers;
 pub mod queued;
 pub mod reply_queue;
 pub mod slab;

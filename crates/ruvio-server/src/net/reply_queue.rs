@@ -167,12 +167,24 @@ pub struct ReplyQueue {
 }
 
 impl ReplyQueue {
-    /// Where the next immediate reply must be written.
+    /// Where the next immediate reply must be written. Always inlined: every
+    /// command asks, and with the parked buffer's refill (out of line) the
+    /// compiler stopped inlining it (one shard: 1.6 % more instructions a GET).
+    #[inline(always)]
     pub fn sink(&mut self) -> &mut Vec<u8> {
-        match self.held.back_mut() {
-            Some(h) => &mut h.after,
-            None => &mut self.ready,
+        if let Some(h) = self.held.back_mut() {
+            if h.after.capacity() == 0 {
+                h.after = super::parked_buffers::take();
+            }
+            return &mut h.after;
         }
+        &mut self.ready
+    }
+
+    /// How many bytes [`sink`](Self::sink) holds, without making it room.
+    #[inline]
+    pub fn sink_len(&self) -> usize {
+        self.held.back().map_or(self.ready.len(), |h| h.after.len())
     }
 
     /// Put `bytes` right after held slot `seq`'s reply, before the replies
@@ -402,6 +414,7 @@ impl ReplyQueue {
                     bytes.append_to(&mut self.ready);
                 }
                 self.ready.extend_from_slice(&after);
+                super::parked_buffers::give_back(after);
                 self.release_complete();
                 return None;
             }
@@ -443,19 +456,18 @@ impl ReplyQueue {
             if !self.held.is_empty() {
                 self.parked_closed -= h.after.len();
             }
-            if h.silent {
-                self.ready.extend_from_slice(&h.after);
-                continue;
-            }
-            if h.merge == Merge::Single && h.parts.len() == 1 {
-                if let Some(only) = h.parts.into_iter().flatten().next() {
-                    PartBytes::Owned(only).append_to(&mut self.ready);
+            if !h.silent {
+                if h.merge == Merge::Single && h.parts.len() == 1 {
+                    if let Some(only) = h.parts.into_iter().flatten().next() {
+                        PartBytes::Owned(only).append_to(&mut self.ready);
+                    }
+                } else {
+                    let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
+                    merge_into(h.merge, &parts, &h.order, &mut self.ready);
                 }
-            } else {
-                let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
-                merge_into(h.merge, &parts, &h.order, &mut self.ready);
             }
             self.ready.extend_from_slice(&h.after);
+            super::parked_buffers::give_back(h.after);
         }
     }
 

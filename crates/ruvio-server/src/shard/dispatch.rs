@@ -258,7 +258,7 @@ fn execute(
     if client.reply_mode == ReplyMode::SkipNext {
         client.reply_mode = ReplyMode::Skip;
     }
-    let before = replies.sink().len();
+    let before = replies.sink_len();
     let first_new_slot = replies.next_seq();
     // A reply answered later (another shard, a blocked command) is dropped when it
     // arrives, even if that is before this command returns (a local part).
@@ -505,7 +505,7 @@ fn run_admitted(
     let sampled = (timed.is_none()
         && (core.stats.per_command[sub.stat].calls + 1).is_multiple_of(TIMING_SAMPLE_EVERY))
     .then(Instant::now);
-    let reply_start = replies.sink().len();
+    let reply_start = replies.sink_len();
     let result = match sub.in_dispatch {
         InDispatch::No => run_routed(core, conns, client, replies, who, sub, args),
         // They need the reply queue: run here rather than as server handlers.
@@ -543,7 +543,7 @@ fn run_admitted(
             };
             exec::observe_parked(core, sub, ticket, ns);
         } else {
-            let reply_bytes = replies.sink().len().saturating_sub(reply_start);
+            let reply_bytes = replies.sink_len().saturating_sub(reply_start);
             let who = crate::observability::Who::Here(crate::observability::commandlog::Client {
                 peer: &client.peer,
                 name: &client.name,
