@@ -284,6 +284,20 @@ impl KeySpec {
         }
     }
 
+    /// The index of the one key of a spec that names exactly one (a single
+    /// range from `i` to `i`: GET's, SET's), when `argc` arguments reach it:
+    /// the routing of nearly every request, without building
+    /// [`positions`](Self::positions) (some 130 instructions a GET).
+    #[inline]
+    pub fn only_key(&self, argc: usize) -> Option<usize> {
+        match *self.0 {
+            [KeyShape::Range { first, last, .. }] if first == last && first > 0 => {
+                Some(first as usize).filter(|&at| at < argc)
+            }
+            _ => None,
+        }
+    }
+
     /// Index of the first key when it does not depend on the arguments (the
     /// prefetch pass only looks there).
     pub fn fixed_first(&self) -> Option<usize> {

@@ -158,6 +158,15 @@ pub(super) fn placement(
     if forward && crate::mesh::script_lock::is_script(cmd.meta) {
         return script_route(core, cmd, args);
     }
+    if let Some(key) = cmd.meta.keys.only_key(args.len()).filter(|_| forward) {
+        // One key (nearly every request): its owner alone, as below.
+        let owner = core.topo.key_owner(args.get(key));
+        return match (owner == core.id, cmd.placement == Placement::KeysHere) {
+            (true, _) => Route::Local,
+            (false, true) => Route::AskShard(owner),
+            (false, false) => Route::Remote(owner),
+        };
+    }
     let positions = cmd.meta.keys.positions(args);
     let mut positions = positions.into_iter();
     let Some(first) = positions.next() else {
