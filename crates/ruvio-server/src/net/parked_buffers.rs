@@ -5,8 +5,8 @@
 //! default: with n shards, n-1 keys in n live elsewhere) holds a slot for each
 //! forwarded command and parks the local replies after it in a buffer of the
 //! slot's own. Each such slot allocated a fresh buffer, grew it by
-//! reallocation and freed it when the slot went (two shards sharing a CPU: some
-//! 185 of a GET's 4,000 instructions, `scripts/instr_ab.py --keep`). Kept per
+//! reallocation and freed it when the slot went (two shards sharing a CPU:
+//! 4,032 instructions a GET before, 3,900 with these, `scripts/instr_ab.py`). Kept per
 //! shard thread, not per connection, so ten thousand idle connections keep
 //! nothing; at most [`KEPT_MAX`] buffers of at most [`KEPT_BYTES_MAX`] each.
 //! A buffer made new starts with room for a few replies ([`NEW_BYTES`]).
