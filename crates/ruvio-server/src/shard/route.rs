@@ -158,21 +158,11 @@ pub(super) fn placement(
     if forward && crate::mesh::script_lock::is_script(cmd.meta) {
         return script_route(core, cmd, args);
     }
-    if let Some(key) = cmd.meta.keys.only_key(args.len()).filter(|_| forward) {
-        // One key (nearly every request): its owner alone, as below.
-        let owner = core.topo.key_owner(args.get(key));
-        return match (owner == core.id, cmd.placement == Placement::KeysHere) {
-            (true, _) => Route::Local,
-            (false, true) => Route::AskShard(owner),
-            (false, false) => Route::Remote(owner),
-        };
-    }
-    let positions = cmd.meta.keys.positions(args);
-    let mut positions = positions.into_iter();
-    let Some(first) = positions.next() else {
-        return Route::Local;
-    };
     if !forward {
+        let mut positions = cmd.meta.keys.positions(args).into_iter();
+        let Some(first) = positions.next() else {
+            return Route::Local;
+        };
         let slot = key_slot(args.get(first));
         if let Some(node) = core.node_routes() {
             return node_route(core, node, (cmd, args), slot, positions, in_flight);
@@ -187,11 +177,25 @@ pub(super) fn placement(
             Route::Moved(slot, owner)
         };
     }
-    let owner = core.topo.key_owner(args.get(first));
-    // Every key on one shard (every single-key command): no groups to build. This
-    // is the path of nearly every request, local or forwarded; building the groups
-    // here cost a fifth of a local GET's instructions (docs/runtime.md).
-    let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
+    // The first key's owner, and whether every key is there (every single-key
+    // command): no groups to build. This is the path of nearly every request,
+    // local or forwarded; building the groups here cost a fifth of a local GET's
+    // instructions, and a command of one key skips building its positions too
+    // (some 130 instructions a GET; docs/runtime.md).
+    let (owner, one_shard) = match cmd.meta.keys.only_key(args.len()) {
+        Some(key) => (core.topo.key_owner(args.get(key)), true),
+        None => {
+            let mut positions = cmd.meta.keys.positions(args).into_iter();
+            let Some(first) = positions.next() else {
+                return Route::Local;
+            };
+            let owner = core.topo.key_owner(args.get(first));
+            (
+                owner,
+                positions.all(|p| core.topo.key_owner(args.get(p)) == owner),
+            )
+        }
+    };
     if cmd.placement == Placement::KeysHere {
         // It is not forwarded as an engine command: it runs whole on the shard
         // holding its keys, here or asked of it.
