@@ -279,6 +279,16 @@ CLUSTER_BUS_OFFSET = 10000
 """Redis Cluster nodes also listen on port + 10000 for the cluster bus."""
 
 
+def _test_port_start() -> int | None:
+    """A start inside `RUVIO_TEST_PORTS=first-end`, the range scripts/run_tests.py
+    gives the tests that run a script beside other test binaries (their cluster
+    bus ports lie 10000 above theirs, in 20000-30000, where this would search)."""
+    first, _, end = os.environ.get("RUVIO_TEST_PORTS", "").partition("-")
+    if first.isdigit() and end.isdigit() and int(first) + 200 <= int(end):
+        return random.randrange(int(first), int(end) - 100)
+    return None
+
+
 def free_port(start: int | None = None, block: int = 1, bus: bool = False) -> int:
     """First port of `block` consecutive ports that are free now (and their
     cluster-bus ports too when `bus`).
@@ -287,7 +297,7 @@ def free_port(start: int | None = None, block: int = 1, bus: bool = False) -> in
     beside other people's test servers (which favour round numbers) rarely
     race them for a port. A block serves servers that listen on `port + i`.
     """
-    start = start or random.randrange(20000, 40000)
+    start = start or _test_port_start() or random.randrange(20000, 40000)
     for port in list(range(start, 50000 - block)) + list(range(20000, start)):
         wanted = list(range(port, port + block))
         wanted += [p + CLUSTER_BUS_OFFSET for p in wanted] if bus else []

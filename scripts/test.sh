@@ -4,11 +4,12 @@
 # On a fresh Debian machine (as root, or with sudo) it first installs what the tests
 # need and is missing: redis-server and redis-tools (the differential test compares
 # against a real Redis; the client tests use redis-cli), valgrind (the keyspace and
-# collection tests also run under memcheck), chromium (the page test), the
-# Python packages redis and pytest, Node.js with npm, and the Node client tests' pinned
-# packages (ioredis, BullMQ: `npm ci` in tests/node). Then it checks formatting, lints, builds the server in release and
-# debug, runs every Rust test, and runs the Python and Node.js client tests against the release
-# binary. Any failure stops it with a non-zero exit.
+# collection tests also run under memcheck), chromium (the page test), the Python
+# packages redis and pytest, Node.js with npm, and the Node client tests' pinned
+# packages (ioredis, BullMQ: `npm ci` in tests/node). Then it checks formatting,
+# lints, builds the server in release and debug, runs every Rust test (several test
+# binaries at once: scripts/run_tests.py), and runs the Python and Node.js client
+# tests against the release binary. Any failure stops it with a non-zero exit.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -97,28 +98,29 @@ step "cargo build -p ruvio-server -p ruvio-bench"
 cargo build -p ruvio-server -p ruvio-bench
 
 # --- tests --------------------------------------------------------------------------
-step "cargo test --workspace"
-cargo test --workspace
-
-# The unsafe entry and value code (one-word handles, raw conversions) under a memory
-# checker: the keyspace, list, hash, set and sorted-set unit tests (the code with
-# raw pointers: entries, packed blocks, member blocks, the B+tree), with fewer property-test cases
+# Every test of `cargo test --workspace`, three at once (scripts/run_tests.py): most
+# integration tests wait on servers, so one binary after another left the CPUs idle.
+# Beside them in the same pool: the memcheck run and the client tests.
+#
+# memcheck: the unsafe entry and value code (one-word handles, raw conversions), the
+# keyspace, list, hash, set and sorted-set unit tests (the code with raw pointers:
+# entries, packed blocks, member blocks, the B+tree), with fewer property-test cases
 # (memcheck runs them ~30x slower). Definite leaks and invalid accesses fail.
-step "valgrind memcheck: engine keyspace, lists, hashes, sets, sorted sets, blocks"
-engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2>/dev/null \
-    | python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][0])')
+memcheck='engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2>/dev/null \
+    | python3 -c "import json,sys; print([m[\"executable\"] for m in map(json.loads, sys.stdin) if m.get(\"executable\")][0])")
 PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-    "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests values::list values::hash values::set values::zset
+    "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests values::list values::hash values::set values::zset'
+pytest="RUVIO_BIN=$PWD/target/release/ruvio python3 -m pytest -q -p no:cacheprovider tests/python tests/site"
+node_tests="cd tests/node && RUVIO_BIN=$PWD/target/release/ruvio npm test"
+step "scripts/run_tests.py: every Rust test, memcheck, pytest and the Node.js tests side by side"
+python3 scripts/run_tests.py \
+    --also "valgrind memcheck (engine keyspace, lists, hashes, sets, sorted sets, blocks)=$memcheck" \
+    --also "pytest tests/python tests/site=$pytest" \
+    --also "node --test tests/node (ioredis, BullMQ)=$node_tests"
 
 # The fuzz targets' committed corpus plus 20,000 new executions each (docs/fuzzing.md;
 # needs the nightly toolchain, which the script installs with rustup if missing).
 step "scripts/fuzz.sh --short"
 scripts/fuzz.sh --short
-
-step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
-RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site
-
-step "node --test tests/node: ioredis and BullMQ (RUVIO_BIN=target/release/ruvio)"
-(cd tests/node && RUVIO_BIN="$PWD/../../target/release/ruvio" npm test)
 
 step "all tests passed in $((SECONDS - started_s)) s"

@@ -59,20 +59,30 @@ def _port_free(port):
     return True
 
 
+def _port_range():
+    """`RUVIO_TEST_PORTS=first-end` when scripts/run_tests.py runs these tests beside
+    the Rust test binaries (each of its workers has a range of its own, bus ports
+    10000 above it), else PORT_FIRST..PORT_END."""
+    given = os.environ.get("RUVIO_TEST_PORTS", "")
+    first, _, end = given.partition("-")
+    if first.isdigit() and end.isdigit() and int(first) + 200 <= int(end) <= 30000:
+        return int(first), int(end)
+    return PORT_FIRST, PORT_END
+
+
 def free_ports(count, with_bus=False):
     """`count` consecutive free ports never handed out before in this session.
 
     A glommio listener can outlive its process for a moment, so ports only move forward.
     """
     global _next_port
+    first, end = _port_range()
     if _next_port is None:
-        _next_port = PORT_FIRST + random.Random(os.getpid() ^ time.time_ns()).randrange(
-            PORT_END - PORT_FIRST - 1000
-        )
+        _next_port = first + random.Random(os.getpid() ^ time.time_ns()).randrange((end - first) // 2)
     port = _next_port
-    for _ in range(PORT_END - PORT_FIRST):
-        if port + count >= PORT_END:
-            port = PORT_FIRST
+    for _ in range(end - first):
+        if port + count >= end:
+            port = first
         ports = range(port, port + count)
         if all(_port_free(p) and (not with_bus or _port_free(p + REDIS_BUS_OFFSET)) for p in ports):
             _next_port = port + count

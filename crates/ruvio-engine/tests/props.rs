@@ -187,6 +187,12 @@ const TOKENS: &[&[u8]] = &[
     b"BYTE", b"AND", b"NOT", b"DIFF", b"ONE",
 ];
 
+/// Left out of the random calls: PFSELFTEST takes no argument (arity 1, so the
+/// calls would only repeat it) and runs for seconds in a debug build; picked
+/// about 80 times over the cases it was 95 % of this test's time.
+/// tests/hll.rs's `pfselftest_passes` runs it.
+const TAKES_NO_ARGUMENTS_AND_SECONDS: &[&str] = &["pfselftest"];
+
 fn arg() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         4 => proptest::sample::select(TOKENS).prop_map(|t| t.to_vec()),
@@ -202,7 +208,7 @@ proptest! {
         picks in proptest::collection::vec((any::<proptest::sample::Index>(), proptest::collection::vec(arg(), 0..7)), 1..40),
         resp3 in any::<bool>(),
     ) {
-        let commands: Vec<_> = Engine::commands().collect();
+        let commands: Vec<_> = Engine::commands().filter(|c| !TAKES_NO_ARGUMENTS_AND_SECONDS.contains(&c.meta.name)).collect();
         let mut h = if resp3 { Harness::resp3() } else { Harness::default() };
         h.run("MSET k v int 12 long xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
         h.run("EXPIRE k 100");

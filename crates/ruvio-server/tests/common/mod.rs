@@ -192,10 +192,26 @@ fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("0.0.0.0", port)).is_ok()
 }
 
+/// The ports this process may hand out: `RUVIO_TEST_PORTS=first-end` when
+/// scripts/run_tests.py runs several test binaries at once (each worker its own
+/// range, so two binaries never race for a port), else all of
+/// `PORT_FIRST..PORT_END`.
+fn port_range() -> (u16, u16) {
+    let given = std::env::var("RUVIO_TEST_PORTS").ok().and_then(|range| {
+        let (first, end) = range.split_once('-')?;
+        let (first, end) = (first.parse::<u16>().ok()?, end.parse::<u16>().ok()?);
+        let fits =
+            PORT_FIRST <= first && u32::from(first) + 200 <= u32::from(end) && end <= PORT_END;
+        fits.then_some((first, end))
+    });
+    given.unwrap_or((PORT_FIRST, PORT_END))
+}
+
 /// Reserves `count` consecutive free ports (and, with `with_bus`, their cluster bus ports)
 /// that this process has never handed out before; returns the first.
 pub fn free_ports(count: u16, with_bus: bool) -> u16 {
     assert!(count > 0 && count < 100);
+    let (first, end) = port_range();
     let mut next = NEXT_PORT.lock().unwrap_or_else(|e| e.into_inner());
     let mut port = next.unwrap_or_else(|| {
         let nanos = SystemTime::now()
@@ -203,11 +219,11 @@ pub fn free_ports(count: u16, with_bus: bool) -> u16 {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         let seed = (std::process::id()).wrapping_mul(7919).wrapping_add(nanos);
-        PORT_FIRST + (seed % u32::from(PORT_END - PORT_FIRST - 1000)) as u16
+        first + (seed % u32::from((end - first) / 2)) as u16
     });
-    for _ in 0..(PORT_END - PORT_FIRST) {
-        if port + count >= PORT_END {
-            port = PORT_FIRST;
+    for _ in 0..(end - first) {
+        if port + count >= end {
+            port = first;
         }
         let all_free = (port..port + count)
             .all(|p| port_is_free(p) && (!with_bus || port_is_free(p + REDIS_BUS_PORT_OFFSET)));
@@ -217,7 +233,7 @@ pub fn free_ports(count: u16, with_bus: bool) -> u16 {
         }
         port += 1;
     }
-    panic!("no {count} consecutive free ports in {PORT_FIRST}..{PORT_END}");
+    panic!("no {count} consecutive free ports in {first}..{end}");
 }
 
 /// A fresh temporary directory for one server or test.
