@@ -100,7 +100,10 @@ cargo build -p ruvio-server -p ruvio-bench
 # --- tests --------------------------------------------------------------------------
 # Every test of `cargo test --workspace`, three at once (scripts/run_tests.py): most
 # integration tests wait on servers, so one binary after another left the CPUs idle.
-# Beside them in the same pool: the memcheck run and the client tests.
+# Beside them in the same pool: the memcheck run and the Python client tests. The
+# Node.js tests run after, alone: beside the pool, `redis-cli --cluster create` of six
+# forward-mode Ruvio nodes once found a master missing from another node's view
+# after its join wait (docs/cluster.md "Not done yet").
 #
 # memcheck: the unsafe entry and value code (one-word handles, raw conversions), the
 # keyspace, list, hash, set and sorted-set unit tests (the code with raw pointers:
@@ -111,12 +114,13 @@ memcheck='engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-for
 PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests values::list values::hash values::set values::zset'
 pytest="RUVIO_BIN=$PWD/target/release/ruvio python3 -m pytest -q -p no:cacheprovider tests/python tests/site"
-node_tests="cd tests/node && RUVIO_BIN=$PWD/target/release/ruvio npm test"
-step "scripts/run_tests.py: every Rust test, memcheck, pytest and the Node.js tests side by side"
+step "scripts/run_tests.py: every Rust test, memcheck and pytest side by side"
 python3 scripts/run_tests.py \
     --also "valgrind memcheck (engine keyspace, lists, hashes, sets, sorted sets, blocks)=$memcheck" \
-    --also "pytest tests/python tests/site=$pytest" \
-    --also "node --test tests/node (ioredis, BullMQ)=$node_tests"
+    --also "pytest tests/python tests/site=$pytest"
+
+step "node --test tests/node: ioredis and BullMQ (RUVIO_BIN=target/release/ruvio)"
+(cd tests/node && RUVIO_BIN="$PWD/../../target/release/ruvio" npm test)
 
 # The fuzz targets' committed corpus plus 20,000 new executions each (docs/fuzzing.md;
 # needs the nightly toolchain, which the script installs with rustup if missing).
