@@ -101,9 +101,9 @@ cargo build -p ruvio-server -p ruvio-bench
 # Every test of `cargo test --workspace`, three at once (scripts/run_tests.py): most
 # integration tests wait on servers, so one binary after another left the CPUs idle.
 # Beside them in the same pool: the memcheck run and the Python client tests. The
-# Node.js tests run after, alone: beside the pool, `redis-cli --cluster create` of six
-# forward-mode Ruvio nodes once found a master missing from another node's view
-# after its join wait (docs/cluster.md "Not done yet").
+# cluster tests (after the pool) and the Node.js tests run alone, one at a time:
+# beside the pool three of them failed, in behaviours of Ruvio's nodes under a full
+# CPU not yet understood (docs/cluster.md "Next, in order" item 6).
 #
 # memcheck: the unsafe entry and value code (one-word handles, raw conversions), the
 # keyspace, list, hash, set and sorted-set unit tests (the code with raw pointers:
@@ -117,7 +117,8 @@ pytest="RUVIO_BIN=$PWD/target/release/ruvio python3 -m pytest -q -p no:cacheprov
 step "scripts/run_tests.py: every Rust test, memcheck and pytest side by side"
 python3 scripts/run_tests.py \
     --also "valgrind memcheck (engine keyspace, lists, hashes, sets, sorted sets, blocks)=$memcheck" \
-    --also "pytest tests/python tests/site=$pytest"
+    --also "pytest tests/python tests/site=$pytest" \
+    --alone ruvio-server/cluster_
 
 step "node --test tests/node: ioredis and BullMQ (RUVIO_BIN=target/release/ruvio)"
 (cd tests/node && RUVIO_BIN="$PWD/../../target/release/ruvio" npm test)
