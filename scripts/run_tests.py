@@ -4,8 +4,8 @@
 `cargo test --workspace` runs its ~130 test binaries one after another, each
 with as many test threads as CPUs. Most of the integration tests spend their
 time waiting (a server starting, a failover's timeouts, a quiet period watched
-for a reply that must not come), so on a 2-CPU machine the sequence left the
-CPUs mostly idle and took 27 minutes. This builds the same binaries
+for a reply that must not come); one after another they took 29 of the test
+command's 53 minutes on a 2-CPU machine (1,740 s, build included). This builds the same binaries
 (`cargo test --workspace --no-run`), then runs them from a pool of `--jobs`
 workers, the longest first, each binary with its own default test threads and
 in its package's directory as cargo runs it, and then the doc tests
@@ -37,19 +37,16 @@ import sys
 import threading
 import time
 
-# The binaries that ran longest at the last count (records of this script's
-# own output: 20-66 s each on the 2-CPU CI machine, 3 at once): started first so
-# the pool does not end on one of them alone. The rest follow in build order.
+# The pooled binaries that ran longest in this script's output of 2026-12-07
+# (27-77 s each on a 2-CPU machine, 3 at once): started first so the pool does
+# not end on one of them alone. The rest follow in build order.
 LONGEST_FIRST = [
     "ruvio-server/chained_shard_links",
-    "ruvio-server/cluster_hosts",
     "ruvio-server/replica_shard_links",
     "ruvio-server/bench_transport",
     "ruvio-server/blocked_wake",
     "ruvio-server/differential_tracking",
-    "ruvio-server/cluster_forward_client_failover",
     "ruvio-server/replicas_of_ruvio",
-    "ruvio-server/cluster_forward_failover",
     "ruvio-server/debug_command",
 ]
 
@@ -60,7 +57,7 @@ PORTS_END = 20_000
 
 
 def build(cargo_args):
-    """Builds the test binaries; returns (name, executable, directory) of each."""
+    """Builds the test binaries; returns (name, argv, directory) of each."""
     cmd = ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"]
     proc = subprocess.run(cmd + cargo_args, stdout=subprocess.PIPE, check=False)
     if proc.returncode != 0:
@@ -75,10 +72,10 @@ def build(cargo_args):
         package = os.path.basename(os.path.dirname(message["manifest_path"]))
         target = message["target"]
         kind = "unittests" if target["kind"] != ["test"] else target["name"]
-        binaries.append((f"{package}/{kind}", message["executable"], os.path.dirname(message["manifest_path"])))
+        binaries.append((f"{package}/{kind}", [message["executable"]], os.path.dirname(message["manifest_path"])))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     binaries.sort(key=lambda b: rank.get(b[0], len(rank)))
-    return [(name, [executable], directory) for name, executable, directory in binaries]
+    return binaries
 
 
 def run_pool(binaries, jobs):
@@ -152,7 +149,7 @@ def main():
             parser.error(f"--also {item!r}: not NAME=COMMAND")
         also.append((name, ["bash", "-c", command], root))
     binaries = build(args.cargo_args)
-    alone = [b for b in binaries if b[0].startswith(tuple(args.alone))] if args.alone else []
+    alone = [b for b in binaries if b[0].startswith(tuple(args.alone))]
     pooled = [b for b in binaries if b not in alone]
     print(f"run_tests: {len(pooled)} test binaries and {len(also)} more, {jobs} at once, "
           f"then {len(alone)} alone", flush=True)

@@ -99,7 +99,7 @@ cargo build -p ruvio-server -p ruvio-bench
 
 # --- tests --------------------------------------------------------------------------
 # Every test of `cargo test --workspace`, three at once (scripts/run_tests.py): most
-# integration tests wait on servers, so one binary after another left the CPUs idle.
+# integration tests wait on servers; one binary after another they took 29 minutes.
 # Beside them in the same pool: the memcheck run and the Python client tests. The
 # cluster tests (after the pool) and the Node.js tests run alone, one at a time:
 # beside the pool three of them failed, in behaviours of Ruvio's nodes under a full
