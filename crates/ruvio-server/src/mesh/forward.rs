@@ -525,6 +525,7 @@ impl Outbox {
     }
 
     /// Queue a command (given as its arguments) for `shard`.
+    #[inline(always)]
     pub fn request<'a>(
         &mut self,
         shard: usize,

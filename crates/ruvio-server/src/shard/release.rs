@@ -32,6 +32,7 @@ impl Release for ShardCore {
         self.dirty.push(who);
     }
 
+    #[inline(always)]
     fn reply(&mut self, to: usize, tag: Tag, reply: &[u8]) {
         self.outbox.reply(to, tag, reply);
     }
