@@ -99,11 +99,18 @@ pub enum Barrier {
 /// What `args` is. One length test for nearly every command.
 #[inline]
 pub fn parse(args: ruvio_resp::Args<'_>) -> Barrier {
-    let name = args.get(0);
-    if name.len() != COMMAND.len() || !name.eq_ignore_ascii_case(COMMAND) {
+    if !is_record(args) {
         return Barrier::NotOne;
     }
     parse_barrier(args)
+}
+
+/// `args` is a `RUVIO ...` record (a barrier, a mark, or one this replica
+/// does not know), not a command of the stream.
+#[inline]
+pub fn is_record(args: ruvio_resp::Args<'_>) -> bool {
+    let name = args.get(0);
+    name.len() == COMMAND.len() && name.eq_ignore_ascii_case(COMMAND)
 }
 
 #[cold]

@@ -80,11 +80,17 @@ pub fn process_input(
     } = conn;
     let mut pos = conn.input_start;
     let first = pos;
-    // The primary's single stream: the bytes of the commands that ran and
-    // are not counted yet. Counted once per read (the backlog's lock and a
-    // copy), not once per command; at once where the count is read: before a
-    // REPLCONF GETACK runs, and per command during a catch-up.
+    // The primary's stream (single, or a shard link's): the bytes of the
+    // commands that ran and are not counted yet. Counted once per read (the
+    // backlog's lock and a copy, a link's book), not once per command; at
+    // once where the count is read: before a REPLCONF GETACK runs, before a
+    // link's `RUVIO` record (a mark is tied to the history's end, a barrier
+    // waits), and per command during a catch-up. A link's commands are
+    // counted as applied (`settled`) while none of them waits for another
+    // shard's answer; the ones before the first that does are counted so
+    // at once, as they were settled.
     let mut uncounted = pos..pos;
+    let mut link_settled = true;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
         if replies.is_backed_up(sending) {
             // The client is not reading its replies: the rest of this read waits
@@ -120,6 +126,11 @@ pub fn process_input(
                 }
                 let mut run = !args.is_empty();
                 if client.shard_link && run {
+                    if !uncounted.is_empty() && crate::replication::link_barrier::is_record(args) {
+                        let counted = (client.db, link_settled);
+                        count_stream(core, client, &input[uncounted.clone()], counted);
+                        uncounted.start = uncounted.end;
+                    }
                     // A Ruvio replica's shard link: a barrier record waits for
                     // another link (see `replication::link_barrier`).
                     match crate::shard::replica::link_barrier(core, args, who) {
@@ -160,7 +171,8 @@ pub fn process_input(
                 if run {
                     if client.master && !uncounted.is_empty() && is_replconf(args) {
                         // It may be a GETACK: it answers the offset before it.
-                        count_stream(core, client, &input[uncounted.clone()]);
+                        let counted = (client.db, link_settled);
+                        count_stream(core, client, &input[uncounted.clone()], counted);
                         uncounted.start = uncounted.end;
                     }
                     execute(core, conns, client, replies, who, args);
@@ -168,20 +180,25 @@ pub fn process_input(
                 if client.master {
                     // The replication offset counts the stream's bytes once each
                     // command ran.
-                    let db = client.db;
-                    let state = &core.shared.replication;
-                    if client.shard_link {
-                        // Applied once nothing of it waits for another shard.
-                        let bytes = &input[pos - consumed..pos];
-                        let settled = client.blocked.is_none() && !replies.is_holding();
-                        state.shard_link_processed(core.id, bytes, (db, settled), core.now_ms);
-                    } else {
-                        uncounted.end = pos;
-                        if state.in_catch_up() {
-                            // The catch-up reads the offset before each command.
-                            count_stream(core, client, &input[uncounted.clone()]);
-                            uncounted.start = pos;
+                    if client.shard_link
+                        && link_settled
+                        && (client.blocked.is_some() || replies.is_holding())
+                    {
+                        // This one waits for another shard: the ones before
+                        // it were applied. (The database counted is the one
+                        // after it: the count at the read's end sets it again.)
+                        let before = uncounted.start..pos - consumed;
+                        if !before.is_empty() {
+                            count_stream(core, client, &input[before], (client.db, true));
                         }
+                        uncounted.start = pos - consumed;
+                        link_settled = false;
+                    }
+                    uncounted.end = pos;
+                    if !client.shard_link && core.shared.replication.in_catch_up() {
+                        // The catch-up reads the offset before each command.
+                        count_stream(core, client, &input[uncounted.clone()], (client.db, true));
+                        uncounted.start = pos;
                     }
                 }
                 if crate::net::outlimit::hard_limit_crossed(
@@ -204,7 +221,7 @@ pub fn process_input(
         }
     }
     if !uncounted.is_empty() {
-        count_stream(core, client, &input[uncounted]);
+        count_stream(core, client, &input[uncounted], (client.db, link_settled));
     }
     if client.master {
         // A replica with a log marks where the stream is (see `stream_mark`).
@@ -227,11 +244,20 @@ pub fn process_input(
     !client.closing
 }
 
-/// The primary's single stream: `bytes` (whole commands) ran, the client left in
-/// its database now.
-fn count_stream(core: &ShardCore, client: &ClientState, bytes: &[u8]) {
+/// The primary's stream: `bytes` (whole commands) ran, leaving the client in
+/// database `db`; a shard link's were applied too when `settled` (none of
+/// them waits for another shard's answer).
+fn count_stream(
+    core: &ShardCore,
+    client: &ClientState,
+    bytes: &[u8],
+    (db, settled): (usize, bool),
+) {
     let state = &core.shared.replication;
-    state.processed(bytes, client.db, core.now_ms);
+    match client.shard_link {
+        true => state.shard_link_processed(core.id, bytes, (db, settled), core.now_ms),
+        false => state.processed(bytes, db, core.now_ms),
+    }
 }
 
 /// REPLCONF, whatever its case (a GETACK from the primary reads the offset).
