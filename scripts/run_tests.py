@@ -13,8 +13,8 @@ in its package's directory as cargo runs it, and then the doc tests
 binaries (`--also NAME=COMMAND`, a shell command run from the repository root:
 the memcheck run, the Python client tests) join the pool ahead of them.
 Binaries named by `--alone PREFIX` run after the pool, one at a time
-(scripts/test.sh: the cluster tests, whose timeouts some behaviours of Ruvio's
-nodes under a full CPU still miss: docs/cluster.md "Next, in order" item 6).
+(scripts/test.sh: the cluster tests, some of which failed beside the pool under
+a full CPU, for reasons not all found yet: docs/cluster.md "Next, in order" item 6).
 
 Each worker hands its binaries a range of ports of its own
 (`RUVIO_TEST_PORTS=first-end`, read by the tests' `common::free_ports`), so two
