@@ -391,3 +391,66 @@ fn group_during_a_cut(shards: usize) {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A transaction run by shard 1 on a key it borrowed from shard 0 while a
+/// FLUSHDB (of another database) has run on shards 0 and 1 and not on shard 2
+/// (asleep in DEBUG SLEEP): shards 0 and 1 hold their records behind the
+/// barrier, and once shard 2 passes it they are released shard by shard, so
+/// shard 0's later APPEND to the key would stand before the transaction's
+/// record of it (before the fix the replica ended without the APPEND).
+/// docs/replication.md, "A cross-shard group at a barrier".
+#[test]
+fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
+    if require_redis_server("a_cross_shard_group_at_a_barrier_keeps_its_place").is_none() {
+        return;
+    }
+    let shards = 3;
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let replica = redis_replica(&primary);
+    let mut p = primary.raw();
+    let mut r = replica.raw();
+    let tag = |shard| hash_tag_on_shard(shard, shards);
+    let (a, b) = (format!("{{{}}}a", tag(1)), format!("{{{}}}b", tag(0)));
+    // Connections first: a new one may land on shard 2 while it sleeps.
+    let (mut flusher, mut c1) = (conn_on_shard(&primary, 1), conn_on_shard(&primary, 1));
+    let mut c0 = conn_on_shard(&primary, 0);
+    let mut sleeper = conn_on_shard(&primary, 2);
+    // Shard 2 sleeps; shard 1 runs a FLUSHDB, which shard 0 runs at once and
+    // shard 2 when it wakes (its reply waits until then).
+    let started = std::time::Instant::now();
+    sleeper.send(&encode(&["DEBUG", "SLEEP", "1"]));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(flusher.cmd(&["SELECT", "5"]), b"+OK\r\n");
+    flusher.send(&encode(&["FLUSHDB"]));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(c1.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(c1.cmd(&["SET", &a, "v1"]), b"+QUEUED\r\n");
+    assert_eq!(c1.cmd(&["SET", &b, "v1"]), b"+QUEUED\r\n");
+    assert_eq!(c1.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+    assert_eq!(c0.cmd(&["APPEND", &b, "x"]), b":3\r\n");
+    // A script on keys of shards 1 and 0, run by shard 1, the same way.
+    let (s, t) = (format!("{{{}}}s", tag(1)), format!("{{{}}}t", tag(0)));
+    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
+    assert_eq!(c1.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
+    assert_eq!(c0.cmd(&["APPEND", &t, "x"]), b":3\r\n");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the writes ran while shard 2 slept"
+    );
+    assert_eq!(
+        flusher.read_reply(),
+        b"+OK\r\n",
+        "the FLUSHDB answered once shard 2 ran it"
+    );
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    caught_up(&mut p);
+    for (key, value) in [(&a, "v1"), (&b, "v1x"), (&s, "v1"), (&t, "v1x")] {
+        let want = format!("${}\r\n{value}\r\n", value.len());
+        assert_eq!(p.cmd(&["GET", key]), want.as_bytes());
+        assert_eq!(
+            r.cmd(&["GET", key]),
+            want.as_bytes(),
+            "{key} on the replica"
+        );
+    }
+}

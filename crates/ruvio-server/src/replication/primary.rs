@@ -198,6 +198,9 @@ pub struct Primary {
     active: AtomicBool,
     /// A cut is under way: shards look for their part of it.
     cutting: AtomicBool,
+    /// A shard passed a barrier not in the stream yet: records wait
+    /// ([`barrier_open`](Self::barrier_open)).
+    barrier_open: AtomicBool,
     /// Shards hosting a replica's connection (bit per shard): woken after an append.
     hosts: AtomicU64,
     /// Hosts whose doorbell was rung since they last looked at the backlog (bit
@@ -233,6 +236,26 @@ impl Primary {
 
     pub fn cutting(&self) -> bool {
         self.cutting.load(Acquire)
+    }
+
+    /// A shard passed a FLUSHALL, FLUSHDB or SWAPDB that others have not yet:
+    /// its records after it wait, and are released shard by shard once every
+    /// shard passed it, so a record made by one shard of another's key may
+    /// land after that shard's later write of it (`shard::lending::home`'s
+    /// `log_local_changes` sends such records home with the keys meanwhile).
+    /// Set under the backlog's lock before a barrier's passer goes on, so a
+    /// shard that learns of the barrier from a message sees it.
+    pub fn barrier_open(&self) -> bool {
+        self.barrier_open.load(Acquire)
+    }
+
+    /// What the request path reads without the lock, after a change under it.
+    fn publish(&self, inner: &Inner) {
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
+        let done = inner.barriers.done;
+        let open = inner.barriers.passed.iter().any(|&p| p > done);
+        self.barrier_open.store(open, Release);
     }
 
     /// Shards to wake after bytes were appended.
@@ -281,6 +304,7 @@ impl Primary {
             inner.backlog = Backlog::starting_at(offset + 1);
             inner.db = None;
             inner.barriers = Barriers::default();
+            self.barrier_open.store(false, Release);
             self.generation.fetch_add(1, Relaxed);
             inner.size = match (size, inner.size) {
                 (0, 0) => DEFAULT_BACKLOG_BYTES,
@@ -328,6 +352,7 @@ impl Primary {
         inner.backlog = Backlog::starting_at(inner.backlog.first_offset());
         inner.db = None;
         inner.barriers = Barriers::default();
+        self.barrier_open.store(false, Release);
         self.backlog_bytes.store(0, Relaxed);
     }
 
@@ -360,8 +385,7 @@ impl Primary {
         let mut inner = self.lock();
         let before = offset.load(Relaxed);
         pass_barriers(&mut inner, (shard, shards), flushed, offset);
-        self.backlog_bytes
-            .store(inner.backlog.bytes_held(), Relaxed);
+        self.publish(&inner);
         offset.load(Relaxed) != before
     }
 
@@ -379,8 +403,7 @@ impl Primary {
         let passed = &mut inner.barriers.passed[shard];
         *passed = (*passed).max(run);
         drain_held(&mut inner, shards, offset);
-        self.backlog_bytes
-            .store(inner.backlog.bytes_held(), Relaxed);
+        self.publish(&inner);
     }
 
     /// Shard `shard` waits at a barrier: records of its wait here.
@@ -413,8 +436,7 @@ impl Primary {
         }
         inner.barriers.since = None;
         drain_held(inner, shards, offset);
-        self.backlog_bytes
-            .store(inner.backlog.bytes_held(), Relaxed);
+        self.publish(inner);
         true
     }
 
@@ -659,8 +681,7 @@ impl Primary {
         let shards = cut.by.len();
         if let Some(flushed) = feed.take() {
             pass_barriers(&mut inner, (shard, shards), flushed, offset);
-            self.backlog_bytes
-                .store(inner.backlog.bytes_held(), Relaxed);
+            self.publish(&inner);
         }
         if inner.barriers.waiting(shard) {
             // Its held records are not in the stream: it cuts once the barrier

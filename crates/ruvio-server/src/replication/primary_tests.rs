@@ -130,6 +130,7 @@ mod barrier_tests {
         rec(&mut a, &[b"SET", b"a1", b"1"]);
         assert!(p.append_shard((0, 2), a.take().unwrap(), &offset));
         assert!(p.at_barrier(0) && !p.at_barrier(1));
+        assert!(p.barrier_open(), "seen without the lock");
         rec(&mut a, &[b"SET", b"a2", b"1"]);
         p.append_shard((0, 2), a.take().unwrap(), &offset);
         rec(&mut b, &[b"SET", b"b0", b"1"]);
@@ -143,6 +144,7 @@ mod barrier_tests {
         rec(&mut b, &[b"SET", b"b1", b"1"]);
         p.append_shard((1, 2), b.take().unwrap(), &offset);
         assert!(!p.at_barrier(0) && !p.at_barrier(1));
+        assert!(!p.barrier_open());
         assert_eq!(
             stream(&p),
             "*3 $3 SET $2 a0 $1 1 *3 $3 SET $2 b0 $1 1 *1 $8 FLUSHALL \

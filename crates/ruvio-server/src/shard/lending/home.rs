@@ -104,6 +104,15 @@ pub(super) fn linked(core: &ShardCore, shard: usize) -> bool {
         && core.shared.replication.node_history(shard).primary.active()
 }
 
+/// This shard's records may be held back while another shard's go in: a full
+/// sync's cut is under way, or a FLUSHALL, FLUSHDB or SWAPDB some shard passed
+/// and another has not (this shard's own, still in its feed, included). Three
+/// loads and branches, once per cross-shard group.
+fn records_wait(core: &ShardCore) -> bool {
+    let primary = &core.shared.replication.primary;
+    primary.cutting() || primary.barrier_open() || core.replication.feed.has_marks()
+}
+
 /// Log the new state of the keys this shard owns that a command on borrowed keys
 /// changed and that stay here (not sent home: they were never borrowed); the
 /// other keys' records travel home to their owners' logs ([`send_home`]).
@@ -113,14 +122,15 @@ pub(super) fn linked(core: &ShardCore, shard: usize) -> bool {
 /// shard's records reach the backlog before the keys leave it (`ship_outbox`
 /// flushes first), so an owner's later writes to them follow in the stream.
 ///
-/// Except while a full sync's cut is under way (returns true then): a shard
-/// that has cut holds its records until every shard has, while one that has
-/// not appends at once, so a borrowed key's record held here could land after
-/// its owner's later write (docs/replication.md, "A cross-shard group during a
-/// full sync's cut"). Then each key's record goes to its owner's feed with the
-/// key, in place among the owner's own records, and this shard replicates only
-/// its own keys' (the group reaches replicas already online as one MULTI/EXEC
-/// per shard). No full sync: one branch.
+/// Except while records wait ([`records_wait`]; returns true then): a shard
+/// that has cut holds its records until every shard has, and one that passed
+/// a barrier until every shard has, while others append at once or are
+/// released in shard order, so a borrowed key's record held here could land
+/// after its owner's later write (docs/replication.md, "A cross-shard group
+/// during a full sync's cut" and "... at a barrier"). Then each key's record
+/// goes to its owner's feed with the key, in place among the owner's own
+/// records, and this shard replicates only its own keys' (the group reaches
+/// replicas already online as one MULTI/EXEC per shard).
 pub(super) fn log_local_changes(
     core: &mut ShardCore,
     modified: &[(usize, Vec<u8>)],
@@ -129,7 +139,7 @@ pub(super) fn log_local_changes(
     if !core.logs() {
         return false;
     }
-    let split = core.replication.feed.on() && core.shared.replication.primary.cutting();
+    let split = core.replication.feed.on() && records_wait(core);
     let mut records = Vec::new();
     for (db, key) in modified {
         let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
