@@ -397,7 +397,9 @@ fn group_during_a_cut(shards: usize) {
 /// (asleep in DEBUG SLEEP): shards 0 and 1 hold their records behind the
 /// barrier, and once shard 2 passes it they are released shard by shard, so
 /// shard 0's later APPEND to the key would stand before the transaction's
-/// record of it (before the fix the replica ended without the APPEND).
+/// record of it (before the fix the replica ended without the APPEND). The
+/// same with a script declaring the keys, and one reaching a key it did not
+/// declare.
 /// docs/replication.md, "A cross-shard group at a barrier".
 #[test]
 fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
@@ -433,6 +435,11 @@ fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
     let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
     assert_eq!(c1.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
     assert_eq!(c0.cmd(&["APPEND", &t, "x"]), b":3\r\n");
+    // A script reaching a key of shard 0 it did not declare (the script lock).
+    let (u, w) = (format!("{{{}}}u", tag(1)), format!("{{{}}}w", tag(0)));
+    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', ARGV[1], 'v1')";
+    assert_eq!(c1.cmd(&["EVAL", script, "1", &u, &w]), b"+OK\r\n");
+    assert_eq!(c0.cmd(&["APPEND", &w, "x"]), b":3\r\n");
     assert!(
         started.elapsed() < Duration::from_millis(900),
         "the writes ran while shard 2 slept"
@@ -444,7 +451,14 @@ fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
     );
     assert_eq!(sleeper.read_reply(), b"+OK\r\n");
     caught_up(&mut p);
-    for (key, value) in [(&a, "v1"), (&b, "v1x"), (&s, "v1"), (&t, "v1x")] {
+    for (key, value) in [
+        (&a, "v1"),
+        (&b, "v1x"),
+        (&s, "v1"),
+        (&t, "v1x"),
+        (&u, "v1"),
+        (&w, "v1x"),
+    ] {
         let want = format!("${}\r\n{value}\r\n", value.len());
         assert_eq!(p.cmd(&["GET", key]), want.as_bytes());
         assert_eq!(
