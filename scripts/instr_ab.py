@@ -24,6 +24,9 @@ Example (latency tracking and the slow log on, against both off):
 
 Rows, `--after-start`, `--replica`, `--warm-command`, `--bench-args`, `--server-bench-args` and
 `{sha_get}` work as in burst_ab.py (the warm-up runs without the bench args).
+`--cache-sim` adds callgrind's cache simulation (its model's 32 KiB L1s and last
+level, not this CPU's): misses per request beside the instructions, for code that
+runs the same instructions but no longer fits the instruction cache.
 """
 
 import argparse
@@ -69,6 +72,9 @@ def parse_args() -> argparse.Namespace:
                         "{port}; pinned to the generator's CPU, not counted): what a replica costs the primary")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"))
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--cache-sim", action="store_true",
+                   help="also simulate the caches (callgrind --cache-sim=yes): each row keeps its "
+                        "L1 instruction and data misses and last-level misses per request")
     p.add_argument("--keep", metavar="DIR", help="keep each row's callgrind dump in DIR as SERVER-ROW-rROUND.callgrind")
     args = p.parse_args()
     if len(args.server) < 2:
@@ -78,25 +84,30 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def under_callgrind(spec: bl.ServerSpec) -> bl.ServerSpec:
+def under_callgrind(spec: bl.ServerSpec, cache_sim: bool) -> bl.ServerSpec:
     """`spec` run by callgrind, its counts written into the server's directory."""
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file={dir}/callgrind.out.%p", *spec.argv]
+    sim = ["--cache-sim=yes"] if cache_sim else []
+    argv = ["valgrind", "--tool=callgrind", *sim, "--callgrind-out-file={dir}/callgrind.out.%p", *spec.argv]
     return bl.ServerSpec(spec.name, spec.kind, argv, spec.binary, spec.version)
 
 
-def instructions(server: bl.ServerProcess) -> tuple[int, str]:
-    """Dump the server's counts and read the instructions since the last zeroing
-    (and the dump's path)."""
+def counts(server: bl.ServerProcess) -> tuple[dict[str, int], str]:
+    """Dump the server's counts and read them since the last zeroing, by event
+    (`Ir` the instructions; with the cache simulation also `I1mr`, `D1mr`,
+    `D1mw`, `ILmr`, `DLmr`, `DLmw`), and the dump's path."""
     before = set(glob.glob(os.path.join(server.workdir, "callgrind.out.*")))
     subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
     # A dump of a busy server under valgrind can take minutes on a loaded host.
     deadline = time.monotonic() + CALLGRIND_DUMP_TIMEOUT_S
     while time.monotonic() < deadline:
         for path in set(glob.glob(os.path.join(server.workdir, "callgrind.out.*"))) - before:
+            events = ["Ir"]
             with open(path) as f:
                 for line in f:
+                    if line.startswith("events:"):
+                        events = line.split()[1:]
                     if line.startswith(("summary:", "totals:")):
-                        return int(line.split()[1]), path
+                        return dict(zip(events, map(int, line.split()[1:]))), path
         time.sleep(0.2)
     raise RuntimeError(f"{server.spec.name}: no callgrind dump")
 
@@ -109,13 +120,15 @@ def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests:
     result = bl.ruvio_bench(server.port, load, command=row.get("command"), test=row.get("test"),
                             cpus=args.client_cpu, binary=args.ruvio_bench,
                             extra=burst_ab.bench_args(args, server) if bench else [])
-    count, dump = instructions(server)
+    events, dump = counts(server)
+    count = events["Ir"]
     if args.keep and keep_as:
         # For a per-function diff of two servers (`callgrind_annotate` of each).
         os.makedirs(args.keep, exist_ok=True)
         shutil.copy(dump, os.path.join(args.keep, f"{keep_as}.callgrind"))
+    misses = {f"{event}_per_request": n / result.requests for event, n in events.items() if event != "Ir"}
     return {"instructions": count, "requests": result.requests,
-            "instructions_per_request": count / result.requests, "rps_under_callgrind": result.rps,
+            "instructions_per_request": count / result.requests, **misses, "rps_under_callgrind": result.rps,
             **bl.row_conditions(result, server)}
 
 
@@ -127,7 +140,7 @@ def main() -> None:
     record = bl.record_header("instr-ab", args, specs)
     rows = burst_ab.rows_of(args)
     bl.SERVER_READY_TIMEOUT_S = CALLGRIND_READY_TIMEOUT_S
-    servers = [bl.ServerProcess(under_callgrind(s), args.server_cpu) for s in specs]
+    servers = [bl.ServerProcess(under_callgrind(s, args.cache_sim), args.server_cpu) for s in specs]
     rounds = []
     replicas = []
     try:
@@ -152,8 +165,9 @@ def main() -> None:
                     specs[i].name: run(args, servers[i], row, args.requests,
                                        keep_as=f"{specs[i].name}-{name}-r{r + 1}") for i in order}
                 print(f"round {r + 1} {name}: " + "  ".join(
-                    f"{n}={v['instructions_per_request']:,.0f}" for n, v in result["rows"][name].items()),
-                    flush=True)
+                    f"{n}={v['instructions_per_request']:,.0f}"
+                    + (f" (I1 misses {v['I1mr_per_request']:.1f})" if "I1mr_per_request" in v else "")
+                    for n, v in result["rows"][name].items()), flush=True)
             rounds.append(result)
     finally:
         for replica in replicas:
@@ -170,8 +184,16 @@ def main() -> None:
                       / r["rows"][name][base]["instructions_per_request"] for r in rounds]
             medians[name][s.name] = {"instructions_per_request": bl.median(per),
                                      f"ratio_to_{base}": bl.median(ratios), "ratios": ratios}
+            misses = ""
+            for event in ("I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"):
+                key = f"{event}_per_request"
+                if key in rounds[0]["rows"][name][s.name]:
+                    m = bl.median([r["rows"][name][s.name][key] for r in rounds])
+                    medians[name][s.name][key] = m
+                    misses += f" {event} {m:.1f}"
             print(f"{name:>10} {s.name:>12}: {bl.median(per):,.0f} instructions per request, "
-                  f"{bl.median(ratios):.3f}x {base} (rounds {min(ratios):.3f}-{max(ratios):.3f})")
+                  f"{bl.median(ratios):.3f}x {base} (rounds {min(ratios):.3f}-{max(ratios):.3f})"
+                  + (f"; misses per request:{misses}" if misses else ""))
     record.update({"rows": [name for name, _ in rows], "rounds": rounds, "medians": medians})
     if not args.no_record:
         print("record:", bl.write_record(record, args.out, "instr-ab"))

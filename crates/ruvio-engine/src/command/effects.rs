@@ -50,6 +50,9 @@ impl ExecCtx {
     /// storing its cached cardinality, PFDEBUG TODENSE).
     pub fn changed_silently(&mut self, key: &[u8], changes: u64) {
         self.effects.dirty += changes;
+        if !self.effects.tracks_changes {
+            return;
+        }
         if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_keys) {
             r.keys.push(self.db, key);
         }
@@ -68,6 +71,9 @@ impl ExecCtx {
     /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
         self.effects.dirty += changes;
+        if !self.effects.tracks_changes {
+            return;
+        }
         if let Some(r) = self.effects.record.as_deref_mut() {
             if r.track_keys {
                 r.keys.push(db, key);
@@ -241,6 +247,12 @@ pub struct Effects {
     pub dirty: u64,
     /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
     pub rewritten: bool,
+    /// The record takes each changed key or its event: false when it is made
+    /// for the log's records alone (a primary feeding replicas), so a write's
+    /// every change is a test, not a call into the record (callgrind, one
+    /// shard, SET with a replica: 20 instructions and 1.8 L1i misses a SET).
+    /// A bool beside `rewritten`: the struct is no larger.
+    tracks_changes: bool,
     /// What is recorded, when the server asked for anything.
     pub record: Option<Box<Recorded>>,
     /// Messages a script published (PUBLISH / SPUBLISH from `redis.call`), in
@@ -329,6 +341,7 @@ impl Effects {
         });
         Effects {
             record,
+            tracks_changes: keys || events,
             ..Effects::default()
         }
     }

@@ -210,18 +210,23 @@ pub fn run_engine(
     if caller.tracking.bits != 0 {
         track(core, cmd, caller, args, &outcome, &ctx.effects);
     }
-    for (db, key) in ctx.effects.modified_keys() {
-        // Borrowed keys are their owners' to invalidate (`ShardMsg::Written`).
-        if tracked && (!caller.borrowing || core.topo.key_owner(key) == core.id) {
-            let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
-            core.tracking.written(caller.client_id, noloop, key);
-        }
-        // Nobody parked, no key to signal (`signal` would copy the key to look).
-        if !core.blocking.is_empty() {
-            core.blocking.signal(db, key);
-        }
-        if watched {
-            core.touch_watched(db, key);
+    // Only these look at the written keys: no iterator over an empty list
+    // for every other command.
+    let signalled = tracked || watched || !core.blocking.is_empty();
+    if signalled {
+        for (db, key) in ctx.effects.modified_keys() {
+            // Borrowed keys are their owners' to invalidate (`ShardMsg::Written`).
+            if tracked && (!caller.borrowing || core.topo.key_owner(key) == core.id) {
+                let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
+                core.tracking.written(caller.client_id, noloop, key);
+            }
+            // Nobody parked, no key to signal (`signal` would copy the key to look).
+            if !core.blocking.is_empty() {
+                core.blocking.signal(db, key);
+            }
+            if watched {
+                core.touch_watched(db, key);
+            }
         }
     }
     if script {
