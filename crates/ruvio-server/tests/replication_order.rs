@@ -412,53 +412,60 @@ fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
     let mut p = primary.raw();
     let mut r = replica.raw();
     let tag = |shard| hash_tag_on_shard(shard, shards);
-    let (a, b) = (format!("{{{}}}a", tag(1)), format!("{{{}}}b", tag(0)));
     // Connections first: a new one may land on shard 2 while it sleeps.
     let (mut flusher, mut c1) = (conn_on_shard(&primary, 1), conn_on_shard(&primary, 1));
     let mut c0 = conn_on_shard(&primary, 0);
     let mut sleeper = conn_on_shard(&primary, 2);
-    // Shard 2 sleeps; shard 1 runs a FLUSHDB, which shard 0 runs at once and
-    // shard 2 when it wakes (its reply waits until then).
-    let started = std::time::Instant::now();
-    sleeper.send(&encode(&["DEBUG", "SLEEP", "1"]));
-    std::thread::sleep(Duration::from_millis(100));
     assert_eq!(flusher.cmd(&["SELECT", "5"]), b"+OK\r\n");
-    flusher.send(&encode(&["FLUSHDB"]));
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(c1.cmd(&["MULTI"]), b"+OK\r\n");
-    assert_eq!(c1.cmd(&["SET", &a, "v1"]), b"+QUEUED\r\n");
-    assert_eq!(c1.cmd(&["SET", &b, "v1"]), b"+QUEUED\r\n");
-    assert_eq!(c1.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
-    assert_eq!(c0.cmd(&["APPEND", &b, "x"]), b":3\r\n");
-    // A script on keys of shards 1 and 0, run by shard 1, the same way.
-    let (s, t) = (format!("{{{}}}s", tag(1)), format!("{{{}}}t", tag(0)));
-    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
-    assert_eq!(c1.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
-    assert_eq!(c0.cmd(&["APPEND", &t, "x"]), b":3\r\n");
-    // A script reaching a key of shard 0 it did not declare (the script lock).
-    let (u, w) = (format!("{{{}}}u", tag(1)), format!("{{{}}}w", tag(0)));
-    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', ARGV[1], 'v1')";
-    assert_eq!(c1.cmd(&["EVAL", script, "1", &u, &w]), b"+OK\r\n");
-    assert_eq!(c0.cmd(&["APPEND", &w, "x"]), b":3\r\n");
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "the writes ran while shard 2 slept"
-    );
-    assert_eq!(
-        flusher.read_reply(),
-        b"+OK\r\n",
-        "the FLUSHDB answered once shard 2 ran it"
-    );
-    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    let mut want = Vec::new();
+    // A loaded machine may run the writes after shard 2 woke (then they show
+    // nothing): up to 3 attempts, one of which must have run them in time.
+    let shown = (0..3).any(|attempt| {
+        let key = |name: &str, shard| format!("{{{}}}{name}{attempt}", tag(shard));
+        // Shard 2 sleeps; shard 1 runs a FLUSHDB, which shard 0 runs at once
+        // and shard 2 when it wakes (its reply waits until then).
+        let started = std::time::Instant::now();
+        sleeper.send(&encode(&["DEBUG", "SLEEP", "1"]));
+        std::thread::sleep(Duration::from_millis(100));
+        flusher.send(&encode(&["FLUSHDB"]));
+        std::thread::sleep(Duration::from_millis(50));
+        let (a, b) = (key("a", 1), key("b", 0));
+        assert_eq!(c1.cmd(&["MULTI"]), b"+OK\r\n");
+        assert_eq!(c1.cmd(&["SET", &a, "v1"]), b"+QUEUED\r\n");
+        assert_eq!(c1.cmd(&["SET", &b, "v1"]), b"+QUEUED\r\n");
+        assert_eq!(c1.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+        assert_eq!(c0.cmd(&["APPEND", &b, "x"]), b":3\r\n");
+        // A script on keys of shards 1 and 0, run by shard 1, the same way.
+        let (s, t) = (key("s", 1), key("t", 0));
+        let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
+        assert_eq!(c1.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
+        assert_eq!(c0.cmd(&["APPEND", &t, "x"]), b":3\r\n");
+        // A script reaching a key of shard 0 it did not declare (the script lock).
+        let (u, w) = (key("u", 1), key("w", 0));
+        let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', ARGV[1], 'v1')";
+        assert_eq!(c1.cmd(&["EVAL", script, "1", &u, &w]), b"+OK\r\n");
+        assert_eq!(c0.cmd(&["APPEND", &w, "x"]), b":3\r\n");
+        let written = started.elapsed();
+        assert_eq!(flusher.read_reply(), b"+OK\r\n");
+        let flushed = started.elapsed();
+        assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+        for (key, value) in [
+            (a, "v1"),
+            (b, "v1x"),
+            (s, "v1"),
+            (t, "v1x"),
+            (u, "v1"),
+            (w, "v1x"),
+        ] {
+            want.push((key, value));
+        }
+        // The FLUSHDB waited for shard 2's sleep, and the writes were done
+        // before it woke: they ran while the barrier was open.
+        flushed >= Duration::from_millis(900) && written < Duration::from_millis(900)
+    });
+    assert!(shown, "no attempt ran the writes while shard 2 slept");
     caught_up(&mut p);
-    for (key, value) in [
-        (&a, "v1"),
-        (&b, "v1x"),
-        (&s, "v1"),
-        (&t, "v1x"),
-        (&u, "v1"),
-        (&w, "v1x"),
-    ] {
+    for (key, value) in &want {
         let want = format!("${}\r\n{value}\r\n", value.len());
         assert_eq!(p.cmd(&["GET", key]), want.as_bytes());
         assert_eq!(
