@@ -302,3 +302,50 @@ fn barrier_records_order_a_cross_shard_group() {
     assert_eq!(restores, 2, "the group's only: {whole:?}");
     assert!(whole.iter().any(|(c, _)| c[0] == "EXEC"), "{whole:?}");
 }
+
+/// INFO's `master_sync_*` while both shard links receive their RDBs (a fake
+/// primary that takes the links, starts a 1,000-byte RDB on each and sends
+/// 10 bytes of it): one transfer of both, 2,000 bytes, 20 read, not the last
+/// link's size with both links' bytes.
+#[test]
+fn a_transfer_on_shard_links_shows_in_info_as_one() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let primary = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().expect("a link connects");
+            loop {
+                let command = read_command(&mut stream);
+                let reply = match command[0].as_str() {
+                    "PSYNC" => break,
+                    "PING" => "+PONG\r\n",
+                    _ => "+OK\r\n",
+                };
+                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
+            }
+            let start = format!("+FULLRESYNC {} 0\r\n$1000\r\nREDIS0009a", "c".repeat(40));
+            std::io::Write::write_all(&mut stream, start.as_bytes()).expect("the start");
+            held.push(stream);
+        }
+        let _ = wait.recv();
+    });
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let mut r = ruvio.raw();
+    let port = port.to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    wait_for("10 bytes of each link's RDB", || {
+        field(&mut r, "master_sync_read_bytes") == "20"
+    });
+    for (name, want) in [
+        ("master_sync_in_progress", "1"),
+        ("master_sync_total_bytes", "2000"),
+        ("master_sync_left_bytes", "1980"),
+        ("master_sync_perc", "1.00"),
+    ] {
+        assert_eq!(field(&mut r, name), want, "{name}");
+    }
+    drop(done);
+    primary.join().expect("the fake primary");
+}

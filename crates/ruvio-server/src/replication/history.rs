@@ -295,6 +295,16 @@ impl<'a> History<'a> {
         }
     }
 
+    /// The RDB this history's link receives (INFO's `master_sync_*`): the
+    /// server's (the single stream, or its shard links' as one), or the
+    /// node's shard's link's.
+    pub fn transfer(&self) -> super::state::Transfer {
+        match self.node {
+            None => self.state.transfer(),
+            Some(_) => self.state.shard_links.book(self.first).transfer.get(),
+        }
+    }
+
     /// A node replicates `master` from now on (its shard's link follows it).
     /// A master turned replica asks to continue its own history (Redis's
     /// `replicationCacheMasterUsingMyself`): a replica it had, promoted with

@@ -174,6 +174,11 @@ impl Link {
         link
     }
 
+    /// The shard whose book this link keeps (`None`: the single stream).
+    fn link_shard(&self) -> Option<usize> {
+        self.shard.map(|(shard, _)| shard)
+    }
+
     /// This link's state changed: the server's, or its shard's book.
     fn set_link(&self, state: &State, link: LinkState, now_ms: u64) {
         match self.shard {
@@ -430,7 +435,7 @@ impl Link {
                 Phase::Bulk { left } => {
                     let n = left.min(self.input.len());
                     self.rdb.extend(self.input.drain(..n));
-                    state.transfer_read(n, now_ms);
+                    state.transfer_read(self.link_shard(), n, now_ms);
                     if n < left {
                         self.phase = Phase::Bulk { left: left - n };
                         return Ok(None);
@@ -439,7 +444,7 @@ impl Link {
                 }
                 Phase::BulkEof { mark } => {
                     let from = self.rdb.len().saturating_sub(EOF_MARK_BYTES);
-                    state.transfer_read(self.input.len(), now_ms);
+                    state.transfer_read(self.link_shard(), self.input.len(), now_ms);
                     self.rdb.append(&mut self.input);
                     let found = self.rdb[from..]
                         .windows(EOF_MARK_BYTES)
@@ -607,10 +612,13 @@ impl Link {
                     &format!("Full resync from master: {replid}:{offset}"),
                 );
                 match self.shard {
-                    Some((shard, _)) => state.shard_link_full_sync(shard, replid, offset),
+                    Some((shard, _)) => {
+                        state.shard_link_full_sync(shard, replid, offset);
+                        state.transfer_started(Some(shard), None, now_ms);
+                    }
                     None => {
                         state.full_sync(replid, offset);
-                        state.transfer_started(None, now_ms);
+                        state.transfer_started(None, None, now_ms);
                     }
                 }
                 self.set_link(state, LinkState::Sync, now_ms);
@@ -654,7 +662,7 @@ impl Link {
                 "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk",
             );
             self.phase = Phase::BulkEof { mark };
-            state.transfer_started(Some(0), now_ms);
+            state.transfer_started(self.link_shard(), Some(0), now_ms);
             return Ok(());
         }
         let len: usize = rest
@@ -665,7 +673,7 @@ impl Link {
             &format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"),
         );
         self.phase = Phase::Bulk { left: len };
-        state.transfer_started(Some(len as i64), now_ms);
+        state.transfer_started(self.link_shard(), Some(len as i64), now_ms);
         Ok(())
     }
 

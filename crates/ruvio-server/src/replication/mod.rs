@@ -178,7 +178,7 @@ pub fn info(
             line("slave_read_repl_offset", &offset);
             line("slave_repl_offset", &offset);
             if syncing {
-                let t = state.transfer();
+                let t = history.transfer();
                 let perc = match t.total_bytes {
                     0 => 0.0,
                     total => t.read_bytes as f64 / total as f64 * 100.0,

@@ -47,6 +47,8 @@ pub struct LinkBook {
     db: AtomicU64,
     /// Unix ms the stream stopped (0: it never ran).
     down_since_ms: AtomicU64,
+    /// The RDB this link receives (INFO's `master_sync_*` sum the links').
+    pub(super) transfer: super::state::TransferCount,
 }
 
 impl Default for LinkBook {
@@ -62,6 +64,7 @@ impl Default for LinkBook {
             up: AtomicBool::new(false),
             db: AtomicU64::new(0),
             down_since_ms: AtomicU64::new(0),
+            transfer: Default::default(),
         }
     }
 }

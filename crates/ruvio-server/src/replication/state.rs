@@ -162,12 +162,9 @@ pub struct State {
     loaded: Vec<AtomicU64>,
     /// The last dataset id a shard could not load (0: none).
     failed: AtomicU64,
-    /// The RDB being received: its size (-1 before the primary said it, 0 for
-    /// the diskless form, as Redis's `repl_transfer_size`), the bytes read, and
-    /// when bytes last arrived.
-    transfer_bytes: AtomicI64,
-    transfer_read_bytes: AtomicI64,
-    transfer_io_ms: AtomicU64,
+    /// The RDB being received on the single stream (each shard link counts
+    /// its own: `LinkBook::transfer`).
+    transfer: TransferCount,
     /// Ruvio as a primary: the backlog, its replicas, a full sync's cut.
     pub primary: super::primary::Primary,
     /// Each shard's own history, a primary of its own in per-shard mode
@@ -200,6 +197,65 @@ pub struct Transfer {
     pub total_bytes: i64,
     pub read_bytes: i64,
     pub last_io_ms: u64,
+}
+
+impl Transfer {
+    /// Two links' transfers as one: sizes and bytes summed (a size not known
+    /// yet leaves the sum unknown, -1), the later arrival.
+    fn and(self, other: Transfer) -> Transfer {
+        let known = self.total_bytes >= 0 && other.total_bytes >= 0;
+        Transfer {
+            total_bytes: if known {
+                self.total_bytes + other.total_bytes
+            } else {
+                -1
+            },
+            read_bytes: self.read_bytes + other.read_bytes,
+            last_io_ms: self.last_io_ms.max(other.last_io_ms),
+        }
+    }
+}
+
+/// An RDB being received: its size (-1 before the primary said it, 0 for
+/// the diskless form, as Redis's `repl_transfer_size`), the bytes read, and
+/// when bytes last arrived.
+#[derive(Debug)]
+pub struct TransferCount {
+    total_bytes: AtomicI64,
+    read_bytes: AtomicI64,
+    io_ms: AtomicU64,
+}
+
+impl Default for TransferCount {
+    fn default() -> TransferCount {
+        TransferCount {
+            total_bytes: AtomicI64::new(-1),
+            read_bytes: AtomicI64::new(0),
+            io_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl TransferCount {
+    /// The RDB's size is known (`None`: before its header): nothing read yet.
+    pub fn started(&self, total_bytes: Option<i64>, now_ms: u64) {
+        self.total_bytes.store(total_bytes.unwrap_or(-1), Relaxed);
+        self.read_bytes.store(0, Relaxed);
+        self.io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn read(&self, bytes: usize, now_ms: u64) {
+        self.read_bytes.fetch_add(bytes as i64, Relaxed);
+        self.io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn get(&self) -> Transfer {
+        Transfer {
+            total_bytes: self.total_bytes.load(Relaxed),
+            read_bytes: self.read_bytes.load(Relaxed),
+            last_io_ms: self.io_ms.load(Relaxed),
+        }
+    }
 }
 
 /// A new 40 hex digit replication ID (Redis's `changeReplicationId`).
@@ -249,9 +305,7 @@ impl State {
             built: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             failed: AtomicU64::new(0),
-            transfer_bytes: AtomicI64::new(-1),
-            transfer_read_bytes: AtomicI64::new(0),
-            transfer_io_ms: AtomicU64::new(0),
+            transfer: TransferCount::default(),
             primary: Default::default(),
             nodes: (0..shards).map(|_| Default::default()).collect(),
             writes_refused: AtomicBool::new(false),
@@ -548,25 +602,36 @@ impl State {
         self.stream_db.store(0, Relaxed);
     }
 
-    /// The RDB's size is known (`None`: before its header), or more of it was read.
-    pub fn transfer_started(&self, total_bytes: Option<i64>, now_ms: u64) {
-        self.transfer_bytes
-            .store(total_bytes.unwrap_or(-1), Relaxed);
-        self.transfer_read_bytes.store(0, Relaxed);
-        self.transfer_io_ms.store(now_ms, Relaxed);
+    /// The RDB's size is known (`None`: before its header), or more of it was
+    /// read: on the single stream (`link` `None`) or shard `link`'s own link.
+    pub fn transfer_started(&self, link: Option<usize>, total_bytes: Option<i64>, now_ms: u64) {
+        self.transfer_count(link).started(total_bytes, now_ms);
     }
 
-    pub fn transfer_read(&self, bytes: usize, now_ms: u64) {
-        self.transfer_read_bytes.fetch_add(bytes as i64, Relaxed);
-        self.transfer_io_ms.store(now_ms, Relaxed);
+    pub fn transfer_read(&self, link: Option<usize>, bytes: usize, now_ms: u64) {
+        self.transfer_count(link).read(bytes, now_ms);
     }
 
-    pub fn transfer(&self) -> Transfer {
-        Transfer {
-            total_bytes: self.transfer_bytes.load(Relaxed),
-            read_bytes: self.transfer_read_bytes.load(Relaxed),
-            last_io_ms: self.transfer_io_ms.load(Relaxed),
+    fn transfer_count(&self, link: Option<usize>) -> &TransferCount {
+        match link {
+            Some(shard) => &self.shard_links.book(shard).transfer,
+            None => &self.transfer,
         }
+    }
+
+    /// The transfer INFO shows: the single stream's, or with shard links the
+    /// RDBs of every link still receiving one, as one (each link receives
+    /// its shard's part of the primary's data).
+    pub(super) fn transfer(&self) -> Transfer {
+        if !self.shard_links.in_use() {
+            return self.transfer.get();
+        }
+        let syncing = self.shard_links.books().iter();
+        let syncing = syncing.filter(|b| b.state() == LinkState::Sync);
+        syncing
+            .map(|b| b.transfer.get())
+            .reduce(Transfer::and)
+            .unwrap_or_else(|| self.transfer.get())
     }
 
     /// A partial sync continues under `replid` (the primary's new one, if it
