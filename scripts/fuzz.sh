@@ -72,7 +72,7 @@ for target in "${targets[@]}"; do
         echo "==> $target: FAILED (input in fuzz/artifacts/$target/, log $log)" >&2
         exit 1
     fi
-    done_runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    done_runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     echo "==> $target: $done_runs executions, no finding ($((SECONDS - target_started_s)) s)"
 done
 echo "==> all ${#targets[@]} targets passed in $((SECONDS - started_s)) s"
