@@ -406,7 +406,9 @@ impl Primary {
         self.publish(&inner);
     }
 
-    /// Shard `shard` waits at a barrier: records of its wait here.
+    /// Shard `shard` waits at a barrier: records of its wait here (the
+    /// tests' view; the request path reads [`barrier_open`](Self::barrier_open)).
+    #[cfg(test)]
     pub fn at_barrier(&self, shard: usize) -> bool {
         self.lock().barriers.waiting(shard)
     }
