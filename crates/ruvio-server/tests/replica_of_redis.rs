@@ -624,22 +624,8 @@ fn a_transfer_in_progress_shows_in_info() {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let port = listener.local_addr().expect("its address").port();
-    let (done, wait) = std::sync::mpsc::channel::<()>();
-    let primary = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for _ in 0..2 {
-            let (mut stream, _) = listener.accept().expect("a replica connects");
-            for reply in ["+PONG\r\n", "+OK\r\n", "+OK\r\n"] {
-                read_command(&mut stream);
-                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
-            }
-            assert_eq!(read_command(&mut stream)[0], "PSYNC");
-            let start = format!("+FULLRESYNC {} 0\r\n$1000\r\nREDIS0009a", "b".repeat(40));
-            std::io::Write::write_all(&mut stream, start.as_bytes()).expect("the start");
-            held.push(stream);
-        }
-        let _ = wait.recv();
-    });
+    // Ruvio and a redis-server twin, each a connection of its own.
+    let (primary, done) = fake_primary_starting_rdbs(listener, 2);
     // A fake of the single stream, as in a_misbehaving_primary_is_survived.
     let ruvio = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     let twin = Server::redis();

@@ -311,26 +311,7 @@ fn barrier_records_order_a_cross_shard_group() {
 fn a_transfer_on_shard_links_shows_in_info_as_one() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let port = listener.local_addr().expect("its address").port();
-    let (done, wait) = std::sync::mpsc::channel::<()>();
-    let primary = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for _ in 0..2 {
-            let (mut stream, _) = listener.accept().expect("a link connects");
-            loop {
-                let command = read_command(&mut stream);
-                let reply = match command[0].as_str() {
-                    "PSYNC" => break,
-                    "PING" => "+PONG\r\n",
-                    _ => "+OK\r\n",
-                };
-                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
-            }
-            let start = format!("+FULLRESYNC {} 0\r\n$1000\r\nREDIS0009a", "c".repeat(40));
-            std::io::Write::write_all(&mut stream, start.as_bytes()).expect("the start");
-            held.push(stream);
-        }
-        let _ = wait.recv();
-    });
+    let (primary, done) = fake_primary_starting_rdbs(listener, 2);
     let ruvio = Server::ruvio(PortMode::Forward, 2);
     let mut r = ruvio.raw();
     let port = port.to_string();

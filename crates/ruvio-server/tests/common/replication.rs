@@ -399,3 +399,51 @@ pub fn write_keys(conn: &mut RawConn, prefix: &str, count: usize) {
         assert!(!reply.starts_with(b"-"), "{key}: {}", show(&reply));
     }
 }
+
+/// A fake primary on `listener` for `connections` replica links: each is
+/// answered through its handshake (`+PONG` to PING, `+OK` to the rest) until
+/// its PSYNC, then gets `+FULLRESYNC` and the first 10 bytes of a 1,000-byte
+/// RDB, and is held open until the returned sender drops (join the handle
+/// after).
+pub fn fake_primary_starting_rdbs(
+    listener: std::net::TcpListener,
+    connections: usize,
+) -> (std::thread::JoinHandle<()>, std::sync::mpsc::Sender<()>) {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let primary = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..connections {
+            let (mut stream, _) = listener.accept().expect("a replica connects");
+            loop {
+                let reply = match read_command(&mut stream)[0].as_str() {
+                    "PSYNC" => break,
+                    "PING" => "+PONG\r\n",
+                    _ => "+OK\r\n",
+                };
+                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
+            }
+            let start = format!("+FULLRESYNC {} 0\r\n$1000\r\nREDIS0009a", "b".repeat(40));
+            std::io::Write::write_all(&mut stream, start.as_bytes()).expect("the start");
+            held.push(stream);
+        }
+        let _ = wait.recv();
+    });
+    (primary, done)
+}
+
+/// Every key of `want` reads its value on the primary `p` and the replica `r`.
+pub fn same_strings_on_both(p: &mut RawConn, r: &mut RawConn, want: &[(&str, &str)]) {
+    for (key, value) in want {
+        let bulk = format!("${}\r\n{value}\r\n", value.len());
+        assert_eq!(
+            p.cmd(&["GET", key]),
+            bulk.as_bytes(),
+            "{key} on the primary"
+        );
+        assert_eq!(
+            r.cmd(&["GET", key]),
+            bulk.as_bytes(),
+            "{key} on the replica"
+        );
+    }
+}
