@@ -298,7 +298,7 @@ impl<'a> History<'a> {
     /// The RDB this history's link receives (INFO's `master_sync_*`): the
     /// server's (the single stream, or its shard links' as one), or the
     /// node's shard's link's.
-    pub fn transfer(&self) -> super::state::Transfer {
+    pub fn transfer(&self) -> super::transfer::Transfer {
         match self.node {
             None => self.state.transfer(),
             Some(_) => self.state.shard_links.book(self.first).transfer.get(),

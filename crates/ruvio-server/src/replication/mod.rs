@@ -35,6 +35,7 @@ pub mod primary;
 pub mod serve;
 pub mod shard_links;
 pub mod state;
+pub mod transfer;
 
 pub use state::State;
 

@@ -48,7 +48,7 @@ pub struct LinkBook {
     /// Unix ms the stream stopped (0: it never ran).
     down_since_ms: AtomicU64,
     /// The RDB this link receives (INFO's `master_sync_*` sum the links').
-    pub(super) transfer: super::state::TransferCount,
+    pub(super) transfer: super::transfer::TransferCount,
 }
 
 impl Default for LinkBook {
