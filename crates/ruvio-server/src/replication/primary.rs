@@ -161,6 +161,11 @@ impl Barriers {
     fn waiting(&self, shard: usize) -> bool {
         self.passed.get(shard).is_some_and(|&p| p > self.done)
     }
+
+    /// Some shard waits at a barrier (see [`Primary::barrier_open`]).
+    fn any_waiting(&self) -> bool {
+        self.passed.iter().any(|&p| p > self.done)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -253,9 +258,8 @@ impl Primary {
     fn publish(&self, inner: &Inner) {
         self.backlog_bytes
             .store(inner.backlog.bytes_held(), Relaxed);
-        let done = inner.barriers.done;
-        let open = inner.barriers.passed.iter().any(|&p| p > done);
-        self.barrier_open.store(open, Release);
+        self.barrier_open
+            .store(inner.barriers.any_waiting(), Release);
     }
 
     /// Shards to wake after bytes were appended.
@@ -304,7 +308,7 @@ impl Primary {
             inner.backlog = Backlog::starting_at(offset + 1);
             inner.db = None;
             inner.barriers = Barriers::default();
-            self.barrier_open.store(false, Release);
+            self.publish(&inner);
             self.generation.fetch_add(1, Relaxed);
             inner.size = match (size, inner.size) {
                 (0, 0) => DEFAULT_BACKLOG_BYTES,
@@ -352,8 +356,7 @@ impl Primary {
         inner.backlog = Backlog::starting_at(inner.backlog.first_offset());
         inner.db = None;
         inner.barriers = Barriers::default();
-        self.barrier_open.store(false, Release);
-        self.backlog_bytes.store(0, Relaxed);
+        self.publish(&inner);
     }
 
     /// Append a shard's records; `offset` is `master_repl_offset`, moved under

@@ -560,9 +560,9 @@ impl State {
         if !self.shard_links.in_use() {
             return self.transfer.get();
         }
-        let syncing = self.shard_links.books().iter();
-        let syncing = syncing.filter(|b| b.state() == LinkState::Sync);
-        syncing
+        let books = self.shard_links.books().iter();
+        books
+            .filter(|b| b.state() == LinkState::Sync)
             .map(|b| b.transfer.get())
             .reduce(Transfer::and)
             .unwrap_or_else(|| self.transfer.get())
