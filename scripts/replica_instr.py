@@ -54,6 +54,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--warm-requests", type=int, default=20000)
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"))
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--cache-sim", action="store_true",
+                   help="also simulate the caches (as instr_ab.py --cache-sim): each row keeps its misses per request")
     p.add_argument("--keep", metavar="DIR", help="keep each round's callgrind dump in DIR as NAME-rROUND.callgrind")
     args = p.parse_args()
     if len(args.replica) < 2:
@@ -95,7 +97,7 @@ def main() -> None:
     record = bl.record_header("replica-instr", args, [primary_spec, *specs])
     bl.SERVER_READY_TIMEOUT_S = instr_ab.CALLGRIND_READY_TIMEOUT_S
     primary = bl.ServerProcess(primary_spec, args.primary_cpu)
-    replicas = [bl.ServerProcess(instr_ab.under_callgrind(s), args.replica_cpu) for s in specs]
+    replicas = [bl.ServerProcess(instr_ab.under_callgrind(s, args.cache_sim), args.replica_cpu) for s in specs]
     rounds = []
     try:
         primary.start()
@@ -111,12 +113,13 @@ def main() -> None:
             caught_up(primary, replicas)
             row = {}
             for replica in replicas:
-                count, dump = instr_ab.instructions(replica)
+                events, dump = instr_ab.counts(replica)
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
                     shutil.copy(dump, os.path.join(args.keep, f"{replica.spec.name}-r{r + 1}.callgrind"))
-                row[replica.spec.name] = {"instructions": count, "requests": result.requests,
-                                          "instructions_per_request": count / result.requests}
+                misses = {f"{event}_per_request": n / result.requests for event, n in events.items() if event != "Ir"}
+                row[replica.spec.name] = {"instructions": events["Ir"], "requests": result.requests,
+                                          "instructions_per_request": events["Ir"] / result.requests, **misses}
             rounds.append({"rows": row, **bl.row_conditions(result, primary)})
             print(f"round {r + 1}: " + "  ".join(
                 f"{n}={v['instructions_per_request']:,.0f}" for n, v in row.items()), flush=True)

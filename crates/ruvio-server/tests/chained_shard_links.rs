@@ -103,6 +103,18 @@ fn chained_on_shard_links(shards: usize) {
     compare_all(&primary, &a, "A after the load");
     compare_all(&primary, &b, "B after the load");
     compare_all(&primary, &c, "C after the load");
+    // A library a client of shard 0 loads reaches every shard of B, each
+    // from its own link (`RUVIO FUNCTIONS` passed on by A as it came).
+    let code = "#!lua name=chained\nredis.register_function{function_name='chained', \
+                callback=function() return 7 end, flags={'no-writes'}}";
+    let mut on_0 = conn_on_shard(&primary, 0);
+    assert_eq!(on_0.cmd(&["FUNCTION", "LOAD", code]), b"$7\r\nchained\r\n");
+    for shard in 0..shards {
+        let mut on_b = conn_on_shard(&b, shard);
+        wait_for(&format!("the library on B's shard {shard}"), || {
+            on_b.cmd(&["FCALL_RO", "chained", "0"]) == b":7\r\n"
+        });
+    }
 
     // B's links dropped on A: each continues from A's shard's backlog.
     let killed = ra.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);

@@ -681,3 +681,102 @@ fn a_lone_link_full_sync_keeps_the_groups_it_missed() {
 fn a_lone_owner_full_sync_is_not_undone_by_the_groups_before_it() {
     lone_link_full_sync(1);
 }
+
+/// A fake primary's link connection, answered through its handshake up to its
+/// PSYNC: the shard it asked for (`REPLCONF ruvio-shard <i>/<n>`) and the
+/// connection.
+fn accept_link(listener: &std::net::TcpListener) -> (usize, std::net::TcpStream) {
+    let (mut stream, _) = listener.accept().expect("a link connects");
+    let mut shard = None;
+    loop {
+        let command = read_command(&mut stream);
+        let reply = match command[0].to_ascii_uppercase().as_str() {
+            "PSYNC" => break,
+            "PING" => "+PONG\r\n",
+            _ => "+OK\r\n",
+        };
+        if command.len() == 3 && command[1].eq_ignore_ascii_case("ruvio-shard") {
+            shard = command[2].split('/').next().and_then(|i| i.parse().ok());
+        }
+        std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
+    }
+    (shard.expect("REPLCONF ruvio-shard"), stream)
+}
+
+/// A full sync of no keys and no libraries, then `commands` of the stream.
+fn empty_sync_then(link: &mut std::net::TcpStream, replid: char, commands: &[&[&[u8]]]) {
+    let rdb = b"REDIS0009\xff\0\0\0\0\0\0\0\0";
+    let mut out = format!(
+        "+FULLRESYNC {} 0\r\n${}\r\n",
+        replid.to_string().repeat(40),
+        rdb.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(rdb);
+    for command in commands {
+        out.extend_from_slice(&encode(command));
+    }
+    std::io::Write::write_all(link, &out).expect("the link's sync");
+}
+
+/// A replica shard's function libraries come from its own link
+/// (docs/replication.md, "Function libraries on shard links"). A fake
+/// primary of 2 shards syncs link 0 with no libraries and streams a
+/// FUNCTION LOAD; once the replica's shard 0 has the library, link 1 gets
+/// its full sync, cut before the LOAD (no libraries), then the set its shard
+/// took, `RUVIO FUNCTIONS <payload>`, and a SET. The replica's shard 1 ends
+/// with the library. Before, link 0's LOAD was sent on to shard 1 and link
+/// 1's RDB put the older, empty set back: shard 1 answered FCALL with
+/// `Function not found` until the next change.
+#[test]
+fn each_replica_shard_takes_its_libraries_from_its_own_link() {
+    let code = "#!lua name=linklib\nredis.register_function{function_name='one', callback=function() return 1 end, flags={'no-writes'}}";
+    let source = Server::ruvio(PortMode::Forward, 1);
+    let mut s = source.raw();
+    assert_eq!(s.cmd(&["FUNCTION", "LOAD", code]), b"$7\r\nlinklib\r\n");
+    let Value::Bulk(payload) = decode(&s.cmd(&["FUNCTION", "DUMP"])) else {
+        panic!("FUNCTION DUMP");
+    };
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener
+        .local_addr()
+        .expect("its address")
+        .port()
+        .to_string();
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    let mut r = replica.raw();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    let mut links = [accept_link(&listener), accept_link(&listener)];
+    links.sort_by_key(|(shard, _)| *shard);
+    let [(_, mut link_0), (_, mut link_1)] = links;
+    empty_sync_then(
+        &mut link_0,
+        'a',
+        &[&[b"FUNCTION", b"LOAD", code.as_bytes()]],
+    );
+    let mut on_0 = conn_on_shard(&replica, 0);
+    wait_for("the library on the replica's shard 0", || {
+        on_0.cmd(&["FCALL_RO", "one", "0"]) == b":1\r\n"
+    });
+
+    let key = key_on_shard("libraries:", 1, 2);
+    empty_sync_then(
+        &mut link_1,
+        'b',
+        &[
+            &[b"RUVIO", b"FUNCTIONS", &payload],
+            &[b"SET", key.as_bytes(), b"after"],
+        ],
+    );
+    wait_for("link 1's SET on the replica", || {
+        r.cmd(&["GET", &key]) == b"$5\r\nafter\r\n"
+    });
+    let mut on_1 = conn_on_shard(&replica, 1);
+    assert_eq!(on_1.cmd(&["FCALL_RO", "one", "0"]), b":1\r\n");
+    assert_eq!(
+        decode(&on_1.cmd(&["FUNCTION", "DUMP"])),
+        Value::Bulk(payload)
+    );
+    drop((link_0, link_1));
+}

@@ -4,7 +4,9 @@
 //! INFO commandstats count them).
 //!
 //! - FUNCTION LOAD [REPLACE], DELETE, FLUSH and RESTORE reach the replica as
-//!   they are, once (not at the next full sync only, not once per shard).
+//!   they are, once (not at the next full sync only, not once per shard),
+//!   and every shard of a Ruvio replica on shard links beside it ends with
+//!   the same libraries.
 //! - FLUSHDB, FLUSHALL and SWAPDB run on every shard, each at its own moment,
 //!   while clients write on every shard: the replica gets each once, after
 //!   every write that ran before it on its key's shard and before every write
@@ -70,44 +72,58 @@ fn library(name: &str, body: &str) -> String {
     )
 }
 
+/// The redis-server replica `r` and every shard of the Ruvio replica on
+/// shard links `links` list the primary's libraries (each shard of the
+/// latter takes them from its own link: `replication::link_barrier`).
+fn same_libraries(p: &mut RawConn, r: &mut RawConn, links: &Server, shards: usize, when: &str) {
+    assert_eq!(wait_all(p, "2", "10000"), b":2\r\n", "{when}");
+    let want = function_list(p);
+    assert_eq!(function_list(r), want, "{when}");
+    for shard in 0..shards {
+        let mut on_shard = conn_on_shard(links, shard);
+        assert_eq!(
+            function_list(&mut on_shard),
+            want,
+            "{when}: shard {shard} on links"
+        );
+    }
+}
+
 fn functions_reach_the_replica(shards: usize) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let mut p = primary.raw();
     let replica = redis_replica(&primary);
     let mut r = replica.raw();
+    let links = Server::ruvio(PortMode::Forward, shards);
+    follow(&links, &primary);
+    assert_eq!(replica_connections(&mut p), 1 + shards, "a link per shard");
+    // Each change by a client of another shard.
+    let on = |i: usize| conn_on_shard(&primary, i % shards);
 
     let ok = |reply: Vec<u8>| assert!(!reply.starts_with(b"-"), "{}", show(&reply));
-    ok(p.cmd(&["FUNCTION", "LOAD", &library("one", "1")]));
-    ok(p.cmd(&["FUNCTION", "LOAD", &library("two", "2")]));
-    ok(p.cmd(&["FUNCTION", "LOAD", "REPLACE", &library("one", "11")]));
-    caught_up(&mut p);
-    assert_eq!(function_list(&mut r), function_list(&mut p), "after LOADs");
+    ok(on(0).cmd(&["FUNCTION", "LOAD", &library("one", "1")]));
+    ok(on(1).cmd(&["FUNCTION", "LOAD", &library("two", "2")]));
+    ok(on(2).cmd(&["FUNCTION", "LOAD", "REPLACE", &library("one", "11")]));
+    same_libraries(&mut p, &mut r, &links, shards, "after LOADs");
     assert_eq!(r.cmd(&["FCALL_RO", "one_f", "0"]), b":11\r\n");
     assert_eq!(calls(&mut r, "function|load"), 3, "each LOAD once");
 
-    ok(p.cmd(&["FUNCTION", "DELETE", "two"]));
-    caught_up(&mut p);
-    assert_eq!(function_list(&mut r), function_list(&mut p), "after DELETE");
+    ok(on(3).cmd(&["FUNCTION", "DELETE", "two"]));
+    same_libraries(&mut p, &mut r, &links, shards, "after DELETE");
     assert_eq!(calls(&mut r, "function|delete"), 1);
 
     let Value::Bulk(dump) = decode(&p.cmd(&["FUNCTION", "DUMP"])) else {
         panic!("FUNCTION DUMP")
     };
-    ok(p.cmd(&["FUNCTION", "FLUSH"]));
-    caught_up(&mut p);
-    assert_eq!(function_list(&mut r), function_list(&mut p), "after FLUSH");
+    ok(on(1).cmd(&["FUNCTION", "FLUSH"]));
+    same_libraries(&mut p, &mut r, &links, shards, "after FLUSH");
     assert_eq!(r.cmd(&["FUNCTION", "LIST"]), b"*0\r\n");
     assert_eq!(calls(&mut r, "function|flush"), 1);
 
     let restore: [&[u8]; 3] = [b"FUNCTION", b"RESTORE", &dump];
-    assert_eq!(p.cmd(&restore), b"+OK\r\n");
-    ok(p.cmd(&["FUNCTION", "LOAD", &library("three", "3")]));
-    caught_up(&mut p);
-    assert_eq!(
-        function_list(&mut r),
-        function_list(&mut p),
-        "after RESTORE"
-    );
+    assert_eq!(on(0).cmd(&restore), b"+OK\r\n");
+    ok(on(1).cmd(&["FUNCTION", "LOAD", &library("three", "3")]));
+    same_libraries(&mut p, &mut r, &links, shards, "after RESTORE");
     assert_eq!(calls(&mut r, "function|restore"), 1);
     assert_eq!(r.cmd(&["FCALL_RO", "three_f", "0"]), b":3\r\n");
 }

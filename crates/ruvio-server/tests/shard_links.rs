@@ -330,3 +330,107 @@ fn a_transfer_on_shard_links_shows_in_info_as_one() {
     drop(done);
     primary.join().expect("the fake primary");
 }
+
+/// The next command of a stream, its arguments as bytes (`offset` counts it).
+fn read_args(r: &mut RawConn, offset: &mut u64) -> Vec<Vec<u8>> {
+    let frame = r.read_reply();
+    *offset += frame.len() as u64;
+    let Value::Array(words) = decode(&frame) else {
+        panic!("not a command: {}", show(&frame));
+    };
+    words
+        .into_iter()
+        .map(|word| match word {
+            Value::Bulk(bytes) => bytes,
+            other => panic!("not a bulk string: {other:?}"),
+        })
+        .collect()
+}
+
+/// A stream's commands up to and including the first that `last` matches.
+fn read_args_until(
+    r: &mut RawConn,
+    offset: &mut u64,
+    last: impl Fn(&[Vec<u8>]) -> bool,
+) -> Vec<Vec<Vec<u8>>> {
+    let mut commands = Vec::new();
+    loop {
+        let args = read_args(r, offset);
+        let done = last(&args);
+        commands.push(args);
+        if done {
+            return commands;
+        }
+    }
+}
+
+fn is_functions_record(args: &[Vec<u8>]) -> bool {
+    args.len() == 3 && args[0] == b"RUVIO" && args[1] == b"FUNCTIONS"
+}
+
+fn function_dump(conn: &mut RawConn) -> Vec<u8> {
+    match decode(&conn.cmd(&["FUNCTION", "DUMP"])) {
+        Value::Bulk(payload) => payload,
+        other => panic!("FUNCTION DUMP: {other:?}"),
+    }
+}
+
+/// Function libraries on shard links (docs/replication.md, "Function
+/// libraries on shard links"): a FUNCTION LOAD by a client of shard 0 is in
+/// shard 0's link as it came, and shard 1's link gets the set shard 1 took,
+/// `RUVIO FUNCTIONS <its FUNCTION DUMP>`, so each link carries its own
+/// shard's libraries after its cut; a FUNCTION DELETE by a client of shard 1
+/// the other way round. The server's one stream has each change once and no
+/// `RUVIO` record.
+#[test]
+fn a_function_change_reaches_each_link_as_its_shards_libraries() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut links: Vec<(RawConn, u64)> = (0..2)
+        .map(|shard| {
+            let mut link = link_for(&primary, shard, 2);
+            let (_, offset, _) = full_sync(&mut link);
+            (link, offset)
+        })
+        .collect();
+    let mut single = primary.raw();
+    let (_, mut single_offset, _) = full_sync(&mut single);
+    let code = "#!lua name=linklib\nredis.register_function('one', function() return 1 end)";
+    let mut on_0 = conn_on_shard(&primary, 0);
+    assert_eq!(on_0.cmd(&["FUNCTION", "LOAD", code]), b"$7\r\nlinklib\r\n");
+    let loaded = function_dump(&mut on_0);
+    let mut on_1 = conn_on_shard(&primary, 1);
+    assert_eq!(function_dump(&mut on_1), loaded, "shard 1 took the set");
+
+    let is_function = |args: &[Vec<u8>]| args[0] == b"FUNCTION";
+    let (link_0, offset_0) = &mut links[0];
+    let stream_0 = read_args_until(link_0, offset_0, is_function);
+    assert_eq!(
+        stream_0.last().unwrap(),
+        &[&b"FUNCTION"[..], b"LOAD", code.as_bytes()]
+    );
+    assert!(!stream_0.iter().any(|a| is_functions_record(a)));
+    let (link_1, offset_1) = &mut links[1];
+    let stream_1 = read_args_until(link_1, offset_1, is_functions_record);
+    assert_eq!(stream_1.last().unwrap()[2], loaded);
+    assert!(!stream_1.iter().any(|a| is_function(a)));
+
+    assert_eq!(on_1.cmd(&["FUNCTION", "DELETE", "linklib"]), b"+OK\r\n");
+    let emptied = function_dump(&mut on_1);
+    assert_eq!(function_dump(&mut on_0), emptied);
+    let stream_1 = read_args_until(link_1, offset_1, is_function);
+    assert_eq!(
+        stream_1.last().unwrap(),
+        &[&b"FUNCTION"[..], b"DELETE", b"linklib"]
+    );
+    let (link_0, offset_0) = &mut links[0];
+    let stream_0 = read_args_until(link_0, offset_0, is_functions_record);
+    assert_eq!(stream_0.last().unwrap()[2], emptied);
+
+    let whole = read_args_until(&mut single, &mut single_offset, |a| {
+        a[0] == b"FUNCTION" && a[1] == b"DELETE"
+    });
+    let functions: Vec<&Vec<Vec<u8>>> = whole.iter().filter(|a| is_function(a)).collect();
+    assert_eq!(functions.len(), 2, "each change once: {whole:?}");
+    assert_eq!(functions[0][1], b"LOAD");
+    assert!(whole.iter().all(|a| a[0] != b"RUVIO"), "{whole:?}");
+}

@@ -10,6 +10,9 @@
 //!   (the same ordered queue as CONFIG SET), so an FCALL sent after it finds the
 //!   function wherever its keys route. Sending the whole set, not the change, makes
 //!   every shard end with the same libraries whatever order changes cross in.
+//!   Each shard that takes a set records it for a Ruvio replica's shard link
+//!   (`RUVIO FUNCTIONS`, `replication::link_barrier`): a replica on links
+//!   takes each shard's set from that shard's link, never from another shard.
 //! - **Per-shard mode**: each node is its own server, as in Redis Cluster: a cluster
 //!   client loads a library on every node (redis-py's `RedisCluster` sends
 //!   FUNCTION LOAD to all primaries).
@@ -159,9 +162,22 @@ fn save(keeper: Keeper<'_>, payload: &[u8]) {
     }
 }
 
-/// Several shards answer as one server.
+/// Several shards answer as one server, and the change is a client's, not a
+/// Ruvio primary's on a shard link: each shard of a replica on links takes its
+/// libraries from its own link (`replication::link_barrier`, "Function
+/// libraries"), so the others are not sent this one's set.
 fn one_server<S: Server>(ctx: &Ctx<'_, S>) -> bool {
-    ctx.core.topology().nodes.len() > 1 && ctx.core.settings().port_mode == PortMode::Forward
+    ctx.core.topology().nodes.len() > 1
+        && ctx.core.settings().port_mode == PortMode::Forward
+        && !ctx.client.shard_link
+}
+
+/// `+OK`, once every shard took the change when it was sent to them.
+fn ok_once_shared<S: Server>(ctx: &mut Ctx<'_, S>, reply: &mut Reply<'_>) {
+    match one_server(ctx) {
+        true => ok_everywhere(ctx, reply),
+        false => reply.ok(),
+    }
 }
 
 /// After a change on this shard: save the set, send it to the other shards, and
@@ -222,7 +238,7 @@ fn function_delete<S: Server>(
 ) -> ServerResult {
     functions::delete(args.get(2))?;
     share(ctx, args);
-    ok_everywhere(ctx, reply);
+    ok_once_shared(ctx, reply);
     Ok(())
 }
 
@@ -246,7 +262,7 @@ fn function_flush<S: Server>(
     }
     functions::flush();
     share(ctx, args);
-    ok_everywhere(ctx, reply);
+    ok_once_shared(ctx, reply);
     Ok(())
 }
 
@@ -281,7 +297,7 @@ fn function_restore<S: Server>(
     let check_crc = !ctx.core.engine().config().skip_checksum_validation;
     functions::restore(args.get(2), policy, check_crc)?;
     share(ctx, args);
-    ok_everywhere(ctx, reply);
+    ok_once_shared(ctx, reply);
     Ok(())
 }
 

@@ -45,6 +45,19 @@
 //! before this point". The replica's offset is the least mark its links
 //! applied ([`super::shard_links::ShardLinks::server_offset`]): the
 //! primary's `master_repl_offset` once every link applied what it was sent.
+//!
+//! **Function libraries** (`RUVIO FUNCTIONS <payload>`, [`functions_record`]):
+//! a FUNCTION LOAD (DELETE, FLUSH, RESTORE) runs on the client's shard, is
+//! recorded in that shard's stream, and the resulting set goes to every other
+//! shard (`cmd::functions`). Each of those records the set it took, as a
+//! FUNCTION DUMP payload, in its own history only. So every link's stream
+//! carries its shard's libraries as they changed, after its RDB's cut as its
+//! keys do, and each replica shard takes its libraries from its own link
+//! alone (a link's FUNCTION command changes its shard only): a full sync of
+//! one link, cut before a change another link already applied, cannot put
+//! the older set back for good, and no shard's set runs ahead of its stream
+//! (a FUNCTION LOAD arriving on a link whose shard already had the library
+//! from another would fail).
 
 use super::shard_links::ShardLinks;
 
@@ -53,6 +66,7 @@ use super::shard_links::ShardLinks;
 const COMMAND: &[u8] = b"RUVIO";
 const SUBCOMMAND: &[u8] = b"BARRIER";
 const OFFSET_SUBCOMMAND: &[u8] = b"OFFSET";
+const FUNCTIONS_SUBCOMMAND: &[u8] = b"FUNCTIONS";
 
 /// `RUVIO BARRIER <shard> <offset>` as a RESP array.
 pub fn record(shard: usize, offset: u64) -> Vec<u8> {
@@ -82,8 +96,17 @@ pub fn offset_record(server_offset: u64) -> Vec<u8> {
 }
 
 /// A command of a shard link's stream, as a barrier.
+/// `RUVIO FUNCTIONS <payload>` as a RESP array: the shard's function
+/// libraries, `payload` a FUNCTION DUMP of them (see the module's docs).
+pub fn functions_record(payload: &[u8]) -> Vec<u8> {
+    let args: [&[u8]; 3] = [COMMAND, FUNCTIONS_SUBCOMMAND, payload];
+    let mut out = Vec::with_capacity(payload.len() + 48);
+    super::feed::encode(&mut out, &args);
+    out
+}
+
 #[derive(Debug, PartialEq, Eq)]
-pub enum Barrier {
+pub enum Barrier<'a> {
     /// Not a barrier: it runs as any command of the stream.
     NotOne,
     /// Wait until link `shard` applied `offset`.
@@ -91,6 +114,9 @@ pub enum Barrier {
     /// A server offset mark: every record of this shard up to the
     /// primary's server offset is before it. Never waits, never runs.
     ServerOffset(u64),
+    /// The shard's function libraries from here on (a FUNCTION DUMP
+    /// payload). Never waits; replaces the shard's set.
+    Functions(&'a [u8]),
     /// `RUVIO ...` of another form: skipped (a newer primary's record this
     /// replica does not know), never run as a command.
     Unknown,
@@ -98,7 +124,7 @@ pub enum Barrier {
 
 /// What `args` is. One length test for nearly every command.
 #[inline]
-pub fn parse(args: ruvio_resp::Args<'_>) -> Barrier {
+pub fn parse(args: ruvio_resp::Args<'_>) -> Barrier<'_> {
     if !is_record(args) {
         return Barrier::NotOne;
     }
@@ -114,8 +140,11 @@ pub fn is_record(args: ruvio_resp::Args<'_>) -> bool {
 }
 
 #[cold]
-fn parse_barrier(args: ruvio_resp::Args<'_>) -> Barrier {
+fn parse_barrier(args: ruvio_resp::Args<'_>) -> Barrier<'_> {
     let number = |i: usize| -> Option<u64> { std::str::from_utf8(args.get(i)).ok()?.parse().ok() };
+    if args.len() == 3 && args.get(1).eq_ignore_ascii_case(FUNCTIONS_SUBCOMMAND) {
+        return Barrier::Functions(args.get(2));
+    }
     if args.len() == 3 && args.get(1).eq_ignore_ascii_case(OFFSET_SUBCOMMAND) {
         return number(2).map_or(Barrier::Unknown, Barrier::ServerOffset);
     }
@@ -192,10 +221,11 @@ impl Wait {
 mod tests {
     use super::*;
 
-    fn parsed(record: &[u8]) -> Barrier {
+    /// `record` parses as `want`.
+    fn parses_as(record: &[u8], want: Barrier<'_>) {
         let mut parser = ruvio_resp::CommandParser::new();
         match parser.parse(record, &ruvio_resp::Limits::default()) {
-            Ok(ruvio_resp::Parsed::Complete { args, .. }) => parse(args),
+            Ok(ruvio_resp::Parsed::Complete { args, .. }) => assert_eq!(parse(args), want),
             other => panic!("{other:?}"),
         }
     }
@@ -207,28 +237,31 @@ mod tests {
             record,
             b"*4\r\n$5\r\nRUVIO\r\n$7\r\nBARRIER\r\n$1\r\n3\r\n$5\r\n12345\r\n"
         );
-        assert_eq!(
-            parsed(&record),
+        parses_as(
+            &record,
             Barrier::Until {
                 shard: 3,
-                offset: 12_345
-            }
+                offset: 12_345,
+            },
         );
-        assert_eq!(parsed(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), Barrier::NotOne);
-        assert_eq!(
-            parsed(b"*2\r\n$5\r\nruvio\r\n$4\r\nmore\r\n"),
-            Barrier::Unknown
-        );
+        parses_as(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", Barrier::NotOne);
+        parses_as(b"*2\r\n$5\r\nruvio\r\n$4\r\nmore\r\n", Barrier::Unknown);
         let bad = b"*4\r\n$5\r\nRUVIO\r\n$7\r\nBARRIER\r\n$1\r\nx\r\n$1\r\n1\r\n";
-        assert_eq!(parsed(bad), Barrier::Unknown);
+        parses_as(bad, Barrier::Unknown);
         let mark = offset_record(987_654);
         assert_eq!(
             mark,
             b"*3\r\n$5\r\nRUVIO\r\n$6\r\nOFFSET\r\n$6\r\n987654\r\n"
         );
-        assert_eq!(parsed(&mark), Barrier::ServerOffset(987_654));
+        parses_as(&mark, Barrier::ServerOffset(987_654));
         let bad = b"*3\r\n$5\r\nRUVIO\r\n$6\r\nOFFSET\r\n$2\r\n-1\r\n";
-        assert_eq!(parsed(bad), Barrier::Unknown);
+        parses_as(bad, Barrier::Unknown);
+        let libraries = functions_record(b"a\r\nb\x00");
+        assert_eq!(
+            libraries,
+            b"*3\r\n$5\r\nRUVIO\r\n$9\r\nFUNCTIONS\r\n$5\r\na\r\nb\x00\r\n"
+        );
+        parses_as(&libraries, Barrier::Functions(b"a\r\nb\x00"));
     }
 
     #[test]

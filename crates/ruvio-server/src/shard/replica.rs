@@ -728,6 +728,17 @@ pub(super) fn link_barrier(
                 .shard_link_marked(core.id, server_offset);
             AtBarrier::Passed
         }
+        Barrier::Functions(payload) => {
+            // This shard's libraries as its primary shard had them here;
+            // passed on to replicas of this one as it came.
+            let keeper = crate::cmd::functions::Keeper {
+                cfg: &core.cfg,
+                id: core.id,
+                logs: core.wal.is_some(),
+            };
+            crate::cmd::functions::apply(keeper, payload);
+            AtBarrier::Passed
+        }
         Barrier::Until { shard, offset } => {
             let mut wait = Wait::new(conn, shard, offset);
             let links = &core.shared.replication.shard_links;

@@ -767,7 +767,13 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                 id: core.id,
                 logs: core.wal.is_some(),
             };
-            crate::cmd::functions::apply(keeper, payload)
+            crate::cmd::functions::apply(keeper, payload);
+            if super::lending::links_follow(core) {
+                // A Ruvio replica's link for this shard takes the set here
+                // (`replication::link_barrier`, "Function libraries").
+                let record = crate::replication::link_barrier::functions_record(payload);
+                core.replication.feed.record_link_only(record);
+            }
         }
         ConfigChange::SkipChecksumValidation(skip) => {
             core.engine.config_mut().skip_checksum_validation = *skip

@@ -93,7 +93,7 @@ pub(super) fn record_link_barrier(core: &mut ShardCore, other: usize) {
 
 /// A Ruvio replica's shard link follows this shard: its own history exists
 /// (forward mode) and it records.
-pub(super) fn links_follow(core: &ShardCore) -> bool {
+pub fn links_follow(core: &ShardCore) -> bool {
     core.replication.feed.on() && linked(core, core.id)
 }
 

@@ -25,6 +25,7 @@ pub use coordinate::{
     resume_parked_for_lock, send_loans_home, start, start_transaction, touches_only_named_keys,
     ReplyTo,
 };
+pub use home::links_follow;
 pub use owner::{count_lent, keys_free, lend, take_back, take_back_acked};
 pub use waiting::{deliver, expire, forget, retry, unblock, unwatch, wake, watch, Answer};
 
