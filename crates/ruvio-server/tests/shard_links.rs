@@ -434,3 +434,64 @@ fn a_function_change_reaches_each_link_as_its_shards_libraries() {
     assert_eq!(functions[0][1], b"LOAD");
     assert!(whole.iter().all(|a| a[0] != b"RUVIO"), "{whole:?}");
 }
+
+/// A script that reaches a key of another shard it did not declare, on a run
+/// after one that reached none (the script is then known to stay on its
+/// shard and runs without the script lock): with a replica attached it may
+/// not take the lock mid-run (`may_lock_now` is off while a feed records), so
+/// it starts over under the lock and borrows as a cross-shard group does.
+/// Its records are ordered by barriers on both links as the group's in
+/// `barrier_records_order_a_cross_shard_group` (docs/replication.md,
+/// "Barrier records").
+#[test]
+fn a_script_reaching_an_undeclared_key_is_ordered_by_barriers() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut links: Vec<(RawConn, u64)> = (0..2)
+        .map(|shard| {
+            let mut link = link_for(&primary, shard, 2);
+            let (_, offset, _) = full_sync(&mut link);
+            (link, offset)
+        })
+        .collect();
+    let keys = keys_per_shard("reach:", 2);
+    let script = "return redis.call('INCR', ARGV[1])";
+    let mut on_0 = conn_on_shard(&primary, 0);
+    // Its first run reaches its own shard's key only.
+    assert_eq!(
+        on_0.cmd(&["EVAL", script, "1", &keys[0], &keys[0]]),
+        b":1\r\n"
+    );
+    assert_eq!(on_0.cmd(&["SET", &keys[1], "1"]), b"+OK\r\n");
+    assert_eq!(
+        on_0.cmd(&["EVAL", script, "1", &keys[0], &keys[1]]),
+        b":2\r\n"
+    );
+    assert_eq!(on_0.cmd(&["SET", &keys[1], "after"]), b"+OK\r\n");
+
+    let (link_0, offset_0) = &mut links[0];
+    let names_key_1 = |c: &[String]| c.len() > 1 && c[1] == keys[1];
+    let stream_0 = read_commands(link_0, offset_0, names_key_1);
+    let barrier_0 = stream_0
+        .iter()
+        .position(|(c, _)| c[..2] == ["RUVIO", "BARRIER"] && c[2] == "1");
+    assert!(
+        barrier_0.is_some_and(|at| at < stream_0.len() - 1),
+        "{stream_0:?}"
+    );
+    let (link_1, offset_1) = &mut links[1];
+    let stream_1 = read_commands(link_1, offset_1, |c| c.len() > 2 && c[2] == "after");
+    let barrier_1 = stream_1
+        .iter()
+        .position(|(c, _)| c[..2] == ["RUVIO", "BARRIER"] && c[2] == "0")
+        .unwrap_or_else(|| panic!("no barrier: {stream_1:?}"));
+    let (set_before, _) = end_of(&stream_1, &["SET", &keys[1], "1"]);
+    let (set_after, _) = end_of(&stream_1, &["SET", &keys[1], "after"]);
+    assert!(
+        set_before < barrier_1 && barrier_1 < set_after,
+        "{stream_1:?}"
+    );
+    let restored = stream_1[barrier_1..set_after]
+        .iter()
+        .any(|(c, _)| c[0] == "RESTORE" && c[1] == keys[1]);
+    assert!(restored, "{stream_1:?}");
+}
