@@ -102,10 +102,17 @@ pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
 /// `per_shard` keys of each of 2 shards, `prefix0`, `prefix1` ... in order
 /// (fresh when the prefix was never used).
 pub fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
-    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    fresh_keys_of(prefix, per_shard, 2)
+        .try_into()
+        .expect("two shards' keys")
+}
+
+/// `per_shard` keys `{prefix}{i}` on each of `shards` shards.
+pub fn fresh_keys_of(prefix: &str, per_shard: usize, shards: usize) -> Vec<Vec<String>> {
+    let mut fresh = vec![Vec::new(); shards];
     for i in 0.. {
         let key = format!("{prefix}{i}");
-        let shard = shard_of_key(&key, 2);
+        let shard = shard_of_key(&key, shards);
         if fresh[shard].len() < per_shard {
             fresh[shard].push(key);
         }
