@@ -414,7 +414,11 @@ impl ReplyQueue {
                 if !silent {
                     bytes.append_to(&mut self.ready);
                 }
-                self.ready.extend_from_slice(&after);
+                if !after.is_empty() {
+                    // (Every slot of a pipeline forwarded whole parks nothing:
+                    // no call to copy nothing.)
+                    self.ready.extend_from_slice(&after);
+                }
                 super::parked_buffers::give_back(after);
                 self.release_complete();
                 return None;
