@@ -197,6 +197,18 @@ fn shard_links_are_refused_elsewhere() {
     }
 }
 
+/// A link for each of the `n` shards of `primary`, full-synced: each with
+/// its stream's offset.
+fn synced_links(primary: &Server, n: usize) -> Vec<(RawConn, u64)> {
+    (0..n)
+        .map(|shard| {
+            let mut link = link_for(primary, shard, n);
+            let (_, offset, _) = full_sync(&mut link);
+            (link, offset)
+        })
+        .collect()
+}
+
 /// The commands of a stream up to and including the first that `last`
 /// matches, each with the stream's offset at its end.
 fn read_commands(
@@ -239,13 +251,7 @@ fn end_of(commands: &[(Vec<String>, u64)], words: &[&str]) -> (usize, u64) {
 #[test]
 fn barrier_records_order_a_cross_shard_group() {
     let primary = Server::ruvio(PortMode::Forward, 2);
-    let mut links: Vec<(RawConn, u64)> = (0..2)
-        .map(|shard| {
-            let mut link = link_for(&primary, shard, 2);
-            let (_, offset, _) = full_sync(&mut link);
-            (link, offset)
-        })
-        .collect();
+    let mut links = synced_links(&primary, 2);
     let mut single = primary.raw();
     let (_, mut single_offset, _) = full_sync(&mut single);
     let keys = keys_per_shard("barrier:", 2);
@@ -385,13 +391,7 @@ fn function_dump(conn: &mut RawConn) -> Vec<u8> {
 #[test]
 fn a_function_change_reaches_each_link_as_its_shards_libraries() {
     let primary = Server::ruvio(PortMode::Forward, 2);
-    let mut links: Vec<(RawConn, u64)> = (0..2)
-        .map(|shard| {
-            let mut link = link_for(&primary, shard, 2);
-            let (_, offset, _) = full_sync(&mut link);
-            (link, offset)
-        })
-        .collect();
+    let mut links = synced_links(&primary, 2);
     let mut single = primary.raw();
     let (_, mut single_offset, _) = full_sync(&mut single);
     let code = "#!lua name=linklib\nredis.register_function('one', function() return 1 end)";
@@ -446,13 +446,7 @@ fn a_function_change_reaches_each_link_as_its_shards_libraries() {
 #[test]
 fn a_script_reaching_an_undeclared_key_is_ordered_by_barriers() {
     let primary = Server::ruvio(PortMode::Forward, 2);
-    let mut links: Vec<(RawConn, u64)> = (0..2)
-        .map(|shard| {
-            let mut link = link_for(&primary, shard, 2);
-            let (_, offset, _) = full_sync(&mut link);
-            (link, offset)
-        })
-        .collect();
+    let mut links = synced_links(&primary, 2);
     let keys = keys_per_shard("reach:", 2);
     let script = "return redis.call('INCR', ARGV[1])";
     let mut on_0 = conn_on_shard(&primary, 0);

@@ -731,12 +731,7 @@ pub(super) fn link_barrier(
         Barrier::Functions(payload) => {
             // This shard's libraries as its primary shard had them here;
             // passed on to replicas of this one as it came.
-            let keeper = crate::cmd::functions::Keeper {
-                cfg: &core.cfg,
-                id: core.id,
-                logs: core.wal.is_some(),
-            };
-            crate::cmd::functions::apply(keeper, payload);
+            crate::cmd::functions::apply(core.functions_keeper(), payload);
             AtBarrier::Passed
         }
         Barrier::Until { shard, offset } => {

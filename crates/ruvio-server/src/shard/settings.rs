@@ -762,12 +762,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
         ConfigChange::Functions(payload) => {
-            let keeper = crate::cmd::functions::Keeper {
-                cfg: &core.cfg,
-                id: core.id,
-                logs: core.wal.is_some(),
-            };
-            crate::cmd::functions::apply(keeper, payload);
+            crate::cmd::functions::apply(core.functions_keeper(), payload);
             if super::lending::links_follow(core) {
                 // A Ruvio replica's link for this shard takes the set here
                 // (`replication::link_barrier`, "Function libraries").

@@ -144,6 +144,16 @@ impl ShardCore {
         self.replication.feed.record(db, &mut record.clone());
     }
 
+    /// Where this shard's function libraries are kept (its data directory,
+    /// saved only with a log).
+    pub fn functions_keeper(&self) -> crate::cmd::functions::Keeper<'_> {
+        crate::cmd::functions::Keeper {
+            cfg: &self.cfg,
+            id: self.id,
+            logs: self.wal.is_some(),
+        }
+    }
+
     /// Records are kept: a log, or replicas to feed.
     pub fn logs(&self) -> bool {
         self.wal.is_some() || self.replication.feed.on()
@@ -500,12 +510,7 @@ impl ShardCore {
         if let Some(imported) = imported {
             // The file's libraries become the shard's.
             if let Some(payload) = imported.libraries {
-                let keeper = crate::cmd::functions::Keeper {
-                    cfg: &self.cfg,
-                    id: self.id,
-                    logs: self.wal.is_some(),
-                };
-                crate::cmd::functions::adopt_imported(keeper, &payload)?;
+                crate::cmd::functions::adopt_imported(self.functions_keeper(), &payload)?;
             }
         }
         self.shared.loading.shard_loaded();

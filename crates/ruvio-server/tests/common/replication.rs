@@ -142,7 +142,7 @@ pub fn compare_conns(a: &mut RawConn, b: &mut RawConn, dbs: &[&str], when: &str)
                 reads.extend_from_slice(&encode(&["DEBUG", "DIGEST-VALUE", key]));
                 reads.extend_from_slice(&encode(&["TTL", key]));
             }
-            let mut replies = |c: &mut RawConn| -> Vec<Vec<u8>> {
+            let replies = |c: &mut RawConn| -> Vec<Vec<u8>> {
                 c.send(&reads);
                 (0..3 * chunk.len()).map(|_| c.read_reply()).collect()
             };
