@@ -193,27 +193,27 @@ fn pipeline(conn: &mut RawConn, commands: &[String]) {
 /// or applied twice on B shows): each of B's links cuts A's shard between
 /// two whole commands of A's link (never inside a MULTI), at its own
 /// moment, and B's barriers order the groups as A's did.
-#[test]
-fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
-    let primary = Server::ruvio(PortMode::Forward, 2);
-    let a = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+fn chained_full_sync_amid_cross_shard_groups(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let a = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
     follow(&a, &primary);
-    let fresh = std::sync::Arc::new(fresh_keys("fresh:", 20_000));
+    let fresh = std::sync::Arc::new(fresh_keys_of("fresh:", 20_000, shards));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let threads: Vec<_> = (0..2)
+    let threads: Vec<_> = (0..shards)
         .map(|shard| {
             let mut c = conn_on_shard(&primary, shard);
             let (fresh, stop) = (fresh.clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut n = shard;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n + 16 < 20_000 {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n + 8 * shards < 20_000 {
                     let mut batch = Vec::new();
                     for _ in 0..8 {
                         batch.push("MULTI".to_string());
-                        batch.push(format!("INCR {}", fresh[0][n]));
-                        batch.push(format!("INCR {}", fresh[1][n]));
+                        for keys in fresh.iter() {
+                            batch.push(format!("INCR {}", keys[n]));
+                        }
                         batch.push("EXEC".to_string());
-                        n += 2;
+                        n += shards;
                     }
                     pipeline(&mut c, &batch);
                 }
@@ -221,14 +221,19 @@ fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let b = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    let b = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
     follow(&b, &a);
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for t in threads {
         t.join().expect("a writer");
     }
-    settle(&primary, &[&a, &b], 2, "synced-amid");
+    settle(
+        &primary,
+        &[&a, &b],
+        shards,
+        &format!("synced-amid-{shards}"),
+    );
     compare_all(
         &primary,
         &a,
@@ -240,7 +245,18 @@ fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
         "B after its full sync amid cross-shard groups",
     );
     let logs = b.full_logs();
-    assert_eq!(count(&logs, FULL), 2, "{logs}");
+    assert_eq!(count(&logs, FULL), shards, "{logs}");
+}
+
+#[test]
+fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
+    chained_full_sync_amid_cross_shard_groups(2);
+}
+
+/// The same with groups over 3 shards.
+#[test]
+fn a_chained_full_sync_amid_cross_shard_groups_of_3_shards_ends_equal() {
+    chained_full_sync_amid_cross_shard_groups(3);
 }
 
 /// B (links wanted) follows A while A is on the single stream: A refuses
