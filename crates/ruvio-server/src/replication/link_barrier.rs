@@ -95,7 +95,6 @@ pub fn offset_record(server_offset: u64) -> Vec<u8> {
     out
 }
 
-/// A command of a shard link's stream, as a barrier.
 /// `RUVIO FUNCTIONS <payload>` as a RESP array: the shard's function
 /// libraries, `payload` a FUNCTION DUMP of them (see the module's docs).
 pub fn functions_record(payload: &[u8]) -> Vec<u8> {
@@ -105,6 +104,7 @@ pub fn functions_record(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A command of a shard link's stream, as one of the links' `RUVIO` records.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Barrier<'a> {
     /// Not a barrier: it runs as any command of the stream.
