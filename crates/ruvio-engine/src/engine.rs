@@ -347,17 +347,18 @@ impl Engine {
     /// waiting for them. The server calls this for every command of a pipelined
     /// batch before running the first one, so the batch's cache misses overlap
     /// instead of being paid one after another (they are most of a GET's cost).
-    pub fn prefetch(&self, db: usize, key: &[u8]) {
-        if let Some(db) = self.dbs.get(db) {
-            db.prefetch(key);
-        }
+    /// Returns the key's hash in `db`, for [`prefetch_value`](Self::prefetch_value).
+    pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
+        self.dbs.get(db).map_or(0, |db| db.prefetch(key))
     }
 
     /// Second prefetch pass: with the entries of a batch on their way, start loading
-    /// the values that live outside their entry.
-    pub fn prefetch_value(&self, db: usize, key: &[u8]) {
+    /// the values that live outside their entry. `hash` is what
+    /// [`prefetch`](Self::prefetch) returned for `key` in `db` (a key's hash is
+    /// computed once for both passes).
+    pub fn prefetch_value(&self, db: usize, key: &[u8], hash: u64) {
         if let Some(db) = self.dbs.get(db) {
-            db.prefetch_value(key);
+            db.prefetch_value(key, hash);
         }
     }
 

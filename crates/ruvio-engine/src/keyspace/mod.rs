@@ -119,24 +119,30 @@ impl Db {
     }
 
     /// Touch the index slots `key` hashes to and prefetch the candidate entries,
-    /// reading none of them (see [`crate::Engine::prefetch`]).
-    pub fn prefetch(&self, key: &[u8]) {
+    /// reading none of them (see [`crate::Engine::prefetch`]); the key's hash,
+    /// for the second pass ([`prefetch_value`](Self::prefetch_value)).
+    pub fn prefetch(&self, key: &[u8]) -> u64 {
         let slab = &self.slab;
-        self.index.find(self.hash(key), |id| {
+        let hash = self.hash(key);
+        self.index.find(hash, |id| {
             prefetch_bytes(
                 slab.get(id) as *const Entry as *const u8,
                 std::mem::size_of::<Entry>(),
             );
             false
         });
+        hash
     }
 
     /// Prefetch the heap block of `key`'s value (a second pass after [`prefetch`](Self::prefetch),
-    /// when the entry is on its way).
-    pub fn prefetch_value(&self, key: &[u8]) {
+    /// when the entry is on its way); `hash` is the key's, as the first pass
+    /// returned it (not computed again).
+    pub fn prefetch_value(&self, key: &[u8], hash: u64) {
+        let slab = &self.slab;
         if let Some(block) = self
-            .find(key)
-            .and_then(|id| self.slab.get(id).value_block())
+            .index
+            .find(hash, |id| slab.get(id).key() == key)
+            .and_then(|id| slab.get(id).value_block())
         {
             // Two lines: the block header and the start of the value rarely share one.
             prefetch_bytes(block, 65);

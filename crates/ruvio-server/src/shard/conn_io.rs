@@ -114,8 +114,8 @@ impl Shard {
         self.prefetch_window_values(current + 1);
     }
 
-    fn prefetch_window_entries(&self, w: usize) {
-        if let Some((index, gen, window)) = self.windows.get(w) {
+    fn prefetch_window_entries(&mut self, w: usize) {
+        if let Some((index, gen, window)) = self.windows.get_mut(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
                 let pending = &conn.input[conn.input_start..];
                 window.prefetch_entries(&self.core, conn.client.db, pending);

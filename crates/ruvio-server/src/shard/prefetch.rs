@@ -22,6 +22,9 @@ pub struct KeyWindow {
     keys: [(u32, u32); PREFETCH_WINDOW],
     /// Commands the window covers (with or without a key).
     pub commands: usize,
+    /// The keys' hashes, in the order of [`keys`](Self::keys), once the first
+    /// pass computed them.
+    hashes: [u64; PREFETCH_WINDOW],
 }
 
 impl KeyWindow {
@@ -55,29 +58,43 @@ impl KeyWindow {
     /// The window's keys, a key repeated by the next command once: a pipeline on
     /// one hot key prefetches it once, not sixteen times.
     fn keys<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let mut previous: &[u8] = &[];
-        self.keys[..self.commands]
-            .iter()
-            .filter(|(start, end)| end > start)
-            .map(|&(start, end)| &input[start as usize..end as usize])
-            .filter(move |key| {
-                let repeated = *key == previous;
-                previous = key;
-                !repeated
-            })
+        distinct_keys(&self.keys[..self.commands], input)
     }
 
-    /// First prefetch pass: index slots and entries.
-    pub fn prefetch_entries(&self, core: &ShardCore, db: usize, input: &[u8]) {
-        self.keys(input)
-            .for_each(|key| core.engine.prefetch(db, key));
+    /// First prefetch pass: index slots and entries. Each key's hash is kept
+    /// for the second pass.
+    pub fn prefetch_entries(&mut self, core: &ShardCore, db: usize, input: &[u8]) {
+        let keys = distinct_keys(&self.keys[..self.commands], input);
+        for (hash, key) in self.hashes.iter_mut().zip(keys) {
+            *hash = core.engine.prefetch(db, key);
+        }
     }
 
-    /// Second pass, once the entries are on their way: the values outside them.
+    /// Second pass, once the entries are on their way: the values outside them
+    /// (the keys not hashed again: a wrong hash, had the connection's database
+    /// changed between the passes, only prefetches nothing).
     pub fn prefetch_values(&self, core: &ShardCore, db: usize, input: &[u8]) {
-        self.keys(input)
-            .for_each(|key| core.engine.prefetch_value(db, key));
+        for (&hash, key) in self.hashes.iter().zip(self.keys(input)) {
+            core.engine.prefetch_value(db, key, hash);
+        }
     }
+}
+
+/// The keys at `spans` of `input`, a key repeated by the next command once.
+fn distinct_keys<'a>(
+    spans: &'a [(u32, u32)],
+    input: &'a [u8],
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut previous: &[u8] = &[];
+    spans
+        .iter()
+        .filter(|(start, end)| end > start)
+        .map(|&(start, end)| &input[start as usize..end as usize])
+        .filter(move |key| {
+            let repeated = *key == previous;
+            previous = key;
+            !repeated
+        })
 }
 
 /// Prefetch the keyspace lines of the next commands in `input` when more than one
@@ -89,7 +106,7 @@ pub(super) fn prefetch_window(
     input: &[u8],
     db: usize,
 ) -> usize {
-    let window = KeyWindow::scan(core, parser, input);
+    let mut window = KeyWindow::scan(core, parser, input);
     if window.commands > 1 {
         window.prefetch_entries(core, db, input);
         window.prefetch_values(core, db, input);
