@@ -35,12 +35,24 @@ fn replica_with(shards: usize, dir: &Path, primary: Option<&Server>, durability:
 
 /// [`replica_with`] for a primary on `port` of 127.0.0.1.
 fn replica_at(shards: usize, dir: &Path, port: Option<u16>, durability: &str) -> Server {
+    replica_args(shards, dir, port, durability, &[])
+}
+
+/// [`replica_at`] with `extra` arguments.
+fn replica_args(
+    shards: usize,
+    dir: &Path,
+    port: Option<u16>,
+    durability: &str,
+    extra: &[&str],
+) -> Server {
     let dir = dir.to_str().unwrap();
     let port = port.map(|p| p.to_string());
     let mut args = vec!["--durability", durability, "--dir", dir];
     if let Some(port) = &port {
         args.extend(["--replicaof", "127.0.0.1", port]);
     }
+    args.extend(extra);
     Server::ruvio_with(PortMode::Forward, shards, &args)
 }
 
@@ -91,8 +103,28 @@ fn continues_after_sigkill(primary: &Server, shards: usize, tag: &str) {
 }
 
 fn continues_after_sigkill_with(primary: &Server, shards: usize, tag: &str, durability: &str) {
+    continues_after_sigkill_on(primary, (shards, 1, &[]), tag, durability, &|_| {});
+}
+
+/// [`continues_after_sigkill_with`] for a replica of `shards` started with
+/// `extra` arguments, which continues with `psyncs` partial resyncs (one per
+/// shard link, or the single stream's one), `more` writing after each round.
+fn continues_after_sigkill_on(
+    primary: &Server,
+    (shards, psyncs, extra): (usize, u64, &[&str]),
+    tag: &str,
+    durability: &str,
+    more: &dyn Fn(usize),
+) {
     let dir = data_dir(tag);
-    let replica = |shards, dir: &Path, primary| replica_with(shards, dir, primary, durability);
+    let port = primary.port();
+    let replica = |shards, dir: &Path, _: Option<&Server>| {
+        replica_args(shards, dir, Some(port), durability, extra)
+    };
+    let write_round = |primary: &Server, round: usize| {
+        write_round(primary, round);
+        more(round);
+    };
     let first = replica(shards, &dir, Some(primary));
     caught_up(primary, &first);
     compare_all(primary, &first, "after the full sync");
@@ -107,7 +139,7 @@ fn continues_after_sigkill_with(primary: &Server, shards: usize, tag: &str, dura
     caught_up(primary, &second);
     assert_eq!(
         sync_counts(&mut primary.raw()),
-        (full, partial + 1),
+        (full, partial + psyncs),
         "(sync_full, sync_partial_ok): a partial resync, no full sync; log:\n{}",
         second.logs()
     );
@@ -125,7 +157,12 @@ fn continues_after_sigkill_with(primary: &Server, shards: usize, tag: &str, dura
     write_round(primary, 4);
     let third = replica(shards, &dir, Some(primary));
     caught_up(primary, &third);
-    assert_eq!(sync_counts(&mut primary.raw()), (full, partial + 2));
+    assert_eq!(
+        sync_counts(&mut primary.raw()),
+        (full, partial + 2 * psyncs),
+        "log:\n{}",
+        third.logs()
+    );
     compare_all(primary, &third, "after the second restart");
     drop(third);
     let _ = std::fs::remove_dir_all(&dir);
@@ -325,12 +362,59 @@ fn records_after_the_last_mark_mean_a_full_sync() {
     );
 }
 
+/// A Ruvio replica of a Ruvio primary of its shard count follows it on
+/// shard links, a log or not: each shard's log marks its own link's place,
+/// and after a SIGKILL every link continues (one partial resync each), with
+/// transactions, scripts and multi-key writes over both shards among the
+/// writes (ordered on the links by barriers). With the links off, and with
+/// another shard count, the single stream continues as one.
 #[test]
 fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
     let primary = Server::ruvio(PortMode::Forward, 2);
     fill(&mut primary.raw());
-    continues_after_sigkill(&primary, 2, "ruvio2");
+    let spread = |round: usize| cross_shard_round(&primary, round);
+    continues_after_sigkill_on(
+        &primary,
+        (2, 2, &["--replica-shard-links", "yes"]),
+        "ruvio2-links",
+        "everysec",
+        &spread,
+    );
+    continues_after_sigkill_on(
+        &primary,
+        (2, 1, &["--replica-shard-links", "no"]),
+        "ruvio2",
+        "everysec",
+        &|_| {},
+    );
     continues_after_sigkill(&primary, 1, "ruvio1");
+}
+
+/// Writes over keys of both shards of a 2-shard Ruvio primary whose
+/// repetition or loss shows: a transaction of two INCRs, a script pushing
+/// to a list of each shard, an MSET and a RENAME across shards.
+fn cross_shard_round(primary: &Server, round: usize) {
+    let mut p = primary.raw();
+    let (a, b) = (key_on_shard("spread", 0, 2), key_on_shard("spread", 1, 2));
+    let (la, lb) = (format!("{a}:list"), format!("{b}:list"));
+    for i in 0..10 {
+        assert_eq!(p.cmd(&["MULTI"]), b"+OK\r\n");
+        assert_eq!(p.cmd(&["INCR", &a]), b"+QUEUED\r\n");
+        assert_eq!(p.cmd(&["INCRBY", &b, "2"]), b"+QUEUED\r\n");
+        assert!(p.cmd(&["EXEC"]).starts_with(b"*2\r\n:"));
+        let script =
+            "redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('RPUSH', KEYS[2], ARGV[1])";
+        let value = format!("r{round}-{i}");
+        assert!(p
+            .cmd(&["EVAL", script, "2", &la, &lb, &value])
+            .starts_with(b":"));
+        let (ma, mb) = (format!("{a}:m{i}"), format!("{b}:m{i}"));
+        assert_eq!(p.cmd(&["MSET", &ma, &value, &mb, &value]), b"+OK\r\n");
+        assert_eq!(
+            p.cmd(&["RENAME", &ma, &format!("{b}:moved{round}-{i}")]),
+            b"+OK\r\n"
+        );
+    }
 }
 
 /// REPLICAOF at run time, SHUTDOWN, a start with `--replicaof`: the history in

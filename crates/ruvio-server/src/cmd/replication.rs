@@ -285,7 +285,7 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
 /// it on links (Ruvio's own: Redis has no such replica; the hand-over on the
 /// single stream would be refused after writes paused).
 const NO_LINKS_HERE: &str =
-    "ERR FAILOVER to a replica on shard links needs replica-shard-links yes and no log here";
+    "ERR FAILOVER to a replica on shard links needs replica-shard-links yes here";
 
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
 /// shard, and once a replica (the one named) acknowledged every byte, this
@@ -538,7 +538,8 @@ fn waitaof<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     };
     let own = log.map(|own| own.synced);
     let synced = crate::replication::serve::log_synced(&targets, id, own, gauges);
-    let acked = history_of(core).primary.fsynced_at_least(offset);
+    let link_offsets = history_of(core).link_offsets();
+    let acked = history_of(core).fsynced_at_least(offset, &link_offsets);
     let done = acked as i64 >= replicas && (synced || numlocal == 0);
     if ctx.client.in_exec || done {
         reply.array(2);
@@ -548,8 +549,7 @@ fn waitaof<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     }
     ctx.wait = Some(WaitReplicas {
         offset,
-        // Replicas on shard links keep no log: WAITAOF counts none of them.
-        link_offsets: Vec::new(),
+        link_offsets,
         replicas: replicas as usize,
         deadline_ms: deadline(ctx.core.now_ms(), timeout),
         aof: Some(crate::replication::serve::AofWait {
@@ -687,7 +687,7 @@ fn replconf<S: Server>(
                 let logs = ctx.core.settings().durability.logs();
                 let state = ctx.core.shared().replication();
                 let ack = match ctx.client.shard_link {
-                    true => state.shard_links.book(ctx.core.shard_id()).ack(),
+                    true => state.link_ack(ctx.core.shard_id(), logs),
                     false => state.ack(logs),
                 };
                 ctx.client.pushes.extend_from_slice(&ack);

@@ -350,14 +350,13 @@ pub struct Config {
 impl Config {
     /// As a replica, this server follows a Ruvio primary of its shard count
     /// over shard links (docs/replication.md): asked for, a forward-mode
-    /// server of several shards, without a log (a replica's log marks one
-    /// stream's place), outside a cluster bus (a promoted cluster replica
+    /// server of several shards (with a log, each shard's marks its own
+    /// link's place), outside a cluster bus (a promoted cluster replica
     /// must hold its master's stream byte for byte: its sibling replicas,
     /// redis-server nodes among them, continue from it under `replid2`).
     pub fn takes_shard_links(&self) -> bool {
         self.shards > 1
             && self.port_mode == PortMode::Forward
-            && !self.durability.logs()
             && !cluster::bus_enabled(&self.params)
             && self.param("replica-shard-links") == "yes"
     }

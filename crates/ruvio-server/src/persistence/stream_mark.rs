@@ -34,6 +34,13 @@ use std::collections::VecDeque;
 /// The record's name: not a command, so no client write is ever logged as one.
 pub const RECORD_NAME: &[u8] = b"ruvio:stream-mark";
 
+/// A shard link's mark (a replica on shard links: each shard's log holds
+/// its own link's place, in its primary shard's history).
+pub const LINK_RECORD_NAME: &[u8] = b"ruvio:link-mark";
+
+/// The snapshot's aux field that says its mark is a shard link's.
+const LINK_AUX: &[u8] = b"repl-ruvio-link";
+
 /// Marks appended and not yet covered by an fsync, at most: a replica applies
 /// its stream in loop iterations (one mark each), and under `everysec` an
 /// fsync covers them every second; older entries are dropped (FACK then lags).
@@ -48,6 +55,9 @@ pub struct StreamMark {
     pub offset: u64,
     /// The database the stream was in (a partial resync goes on in it).
     pub db: usize,
+    /// A shard link's place (its shard's own stream), not the single
+    /// stream's: each shard continues its own link from it.
+    pub link: bool,
 }
 
 impl StreamMark {
@@ -55,7 +65,7 @@ impl StreamMark {
         let offset = self.offset.to_string();
         let db = self.db.to_string();
         let args: [&[u8]; 4] = [
-            RECORD_NAME,
+            self.record_name(),
             self.replid.as_bytes(),
             offset.as_bytes(),
             db.as_bytes(),
@@ -63,18 +73,26 @@ impl StreamMark {
         wal.append(0, &mut args.into_iter());
     }
 
+    fn record_name(&self) -> &'static [u8] {
+        match self.link {
+            true => LINK_RECORD_NAME,
+            false => RECORD_NAME,
+        }
+    }
+
     /// The mark a log record holds (`None`: not a mark, or a malformed one).
     pub fn parse(args: &[&[u8]]) -> Option<StreamMark> {
         let [name, replid, offset, db] = args else {
             return None;
         };
-        if *name != RECORD_NAME || replid.len() != 40 {
+        if !Self::is_mark(args) || replid.len() != 40 {
             return None;
         }
         Some(StreamMark {
             replid: String::from_utf8(replid.to_vec()).ok()?,
             offset: std::str::from_utf8(offset).ok()?.parse().ok()?,
             db: std::str::from_utf8(db).ok()?.parse().ok()?,
+            link: *name == LINK_RECORD_NAME,
         })
     }
 
@@ -82,11 +100,13 @@ impl StreamMark {
     /// carries its shard's mark: compaction drops the log before it).
     pub fn with_aux<T>(&self, f: impl FnOnce(&[(&[u8], &[u8])]) -> T) -> T {
         let (offset, db) = (self.offset.to_string(), self.db.to_string());
-        f(&[
+        let aux: [(&[u8], &[u8]); 4] = [
             (b"repl-stream-db", db.as_bytes()),
             (b"repl-id", self.replid.as_bytes()),
             (b"repl-offset", offset.as_bytes()),
-        ])
+            (LINK_AUX, b"1"),
+        ];
+        f(&aux[..3 + usize::from(self.link)])
     }
 
     /// The mark a snapshot's aux fields hold (`None`: not all three).
@@ -101,13 +121,15 @@ impl StreamMark {
             replid: replid.to_string(),
             offset: field(b"repl-offset")?.parse().ok()?,
             db: field(b"repl-stream-db")?.parse().ok()?,
+            link: field(LINK_AUX) == Some("1"),
         })
     }
 
     /// A log record is a mark (replay skips it).
     #[inline]
     pub fn is_mark(args: &[&[u8]]) -> bool {
-        args.first() == Some(&RECORD_NAME)
+        args.first()
+            .is_some_and(|name| *name == RECORD_NAME || *name == LINK_RECORD_NAME)
     }
 }
 
@@ -260,6 +282,14 @@ impl ShardMarks {
         self.last = Some((mark, after));
     }
 
+    /// The shard's data is exactly at a mark of stream offset `offset` (no
+    /// record followed it): a mark there now would say nothing new.
+    pub fn stands_at(&self, offset: u64, wal: &Wal) -> bool {
+        self.last
+            .as_ref()
+            .is_some_and(|(last, after)| last.offset == offset && *after == wal.appended_bytes())
+    }
+
     /// `mark` is the last one appended (records may have followed it).
     pub fn is_last(&self, mark: &StreamMark) -> bool {
         self.last.as_ref().is_some_and(|(last, _)| last == mark)
@@ -316,6 +346,7 @@ mod tests {
             replid: "a".repeat(40),
             offset,
             db: 3,
+            link: false,
         }
     }
 
@@ -330,12 +361,38 @@ mod tests {
             db.as_bytes(),
         ];
         assert!(StreamMark::is_mark(&args));
-        assert_eq!(StreamMark::parse(&args), Some(m));
+        assert_eq!(StreamMark::parse(&args), Some(m.clone()));
         assert_eq!(
             StreamMark::parse(&[RECORD_NAME, b"short", b"1", b"0"]),
             None
         );
         assert!(!StreamMark::is_mark(&[b"SET", b"k", b"v"]));
+        // A shard link's mark has a name of its own.
+        let link = StreamMark { link: true, ..m };
+        let args: [&[u8]; 4] = [
+            LINK_RECORD_NAME,
+            link.replid.as_bytes(),
+            offset.as_bytes(),
+            db.as_bytes(),
+        ];
+        assert!(StreamMark::is_mark(&args));
+        assert_eq!(StreamMark::parse(&args), Some(link));
+    }
+
+    #[test]
+    fn a_snapshot_keeps_whether_its_mark_is_a_links() {
+        for m in [
+            mark(77),
+            StreamMark {
+                link: true,
+                ..mark(78)
+            },
+        ] {
+            let aux: Vec<(Vec<u8>, Vec<u8>)> =
+                m.with_aux(|aux| aux.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect());
+            assert_eq!(aux.len(), 3 + usize::from(m.link));
+            assert_eq!(StreamMark::from_aux(&aux), Some(m));
+        }
     }
 
     #[test]

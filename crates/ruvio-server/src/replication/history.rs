@@ -576,6 +576,19 @@ impl<'a> History<'a> {
         }
     }
 
+    /// Replicas whose logs fsynced `offset` of this history, those on shard
+    /// links each of their links its shard's `link_offsets` (WAITAOF).
+    pub fn fsynced_at_least(&self, offset: u64, link_offsets: &[u64]) -> usize {
+        let own = self.primary.fsynced_at_least(offset);
+        match (self.node, link_offsets.is_empty()) {
+            (None, false) => {
+                let linked = link_replicas::linked_replicas(self.state);
+                own + linked.iter().filter(|r| r.fsynced(link_offsets)).count()
+            }
+            _ => own,
+        }
+    }
+
     /// Online replicas heard from within `max_lag_s` seconds, one on shard
     /// links counting when every link was (`min-replicas-to-write`).
     pub fn good_replicas(&self, now_ms: u64, max_lag_s: u64) -> usize {

@@ -22,7 +22,8 @@
 //! **WAIT** counts it once every link acknowledged what its own shard's
 //! history held when WAIT was called: each shard's history has offsets of
 //! its own, so the call keeps one offset per shard ([`link_offsets`]) and
-//! compares each link's ACK with its shard's.
+//! compares each link's ACK with its shard's; **WAITAOF** the same with each
+//! link's `FACK` (a replica with a log: what its shard's log fsynced).
 
 use super::primary::ReplicaInfo;
 use super::State;
@@ -85,6 +86,17 @@ impl LinkedReplica {
                 .iter()
                 .zip(offsets)
                 .all(|(link, &offset)| link.as_ref().is_some_and(|l| l.ack_offset >= offset))
+    }
+
+    /// Every link is online and its shard's log fsynced its shard's
+    /// `offsets[shard]` (the link's `FACK`; WAITAOF).
+    pub fn fsynced(&self, offsets: &[u64]) -> bool {
+        self.online()
+            && self.links.len() == offsets.len()
+            && self.links.iter().zip(offsets).all(|(link, &offset)| {
+                link.as_ref()
+                    .is_some_and(|l| l.aof_offset >= offset && l.aof_offset > 0)
+            })
     }
 
     /// Online and every link heard from within `max_lag_s` seconds.

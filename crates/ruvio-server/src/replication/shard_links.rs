@@ -187,9 +187,10 @@ impl LinkBook {
         self.db.store(db as u64, Relaxed);
     }
 
-    /// `REPLCONF ACK <offset>` of this link.
-    pub fn ack(&self) -> Vec<u8> {
-        super::ack_command(self.offset(), None)
+    /// `REPLCONF ACK <offset>` of this link, with `FACK <fsynced>` when its
+    /// shard keeps a log ([`super::State::link_ack`]).
+    pub(super) fn ack(&self, fsynced: Option<u64>) -> Vec<u8> {
+        super::ack_command(self.offset(), fsynced)
     }
 }
 

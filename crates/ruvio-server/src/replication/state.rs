@@ -8,7 +8,7 @@
 //! flag ([`State::is_replica`]) per command.
 
 use super::transfer::{Transfer, TransferCount};
-use crate::persistence::stream_mark::{Exact, Place};
+use crate::persistence::stream_mark::{Exact, Place, StreamMark};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -701,6 +701,11 @@ impl State {
         if ends.iter().all(Option::is_none) {
             return Ok(None);
         }
+        if ends.iter().flatten().any(|end| end.mark.link) {
+            return Err(
+                "The shards' logs hold the places of shard links, which the single stream cannot continue: a full sync".to_string(),
+            );
+        }
         let place = crate::persistence::stream_mark::common_place(&ends)?;
         let mark = &place.mark;
         self.lock().replid = mark.replid.clone();
@@ -715,6 +720,32 @@ impl State {
             self.catch_up_end.store(end, Relaxed);
         }
         Ok(Some(place))
+    }
+
+    /// Once, when shard `shard` of a replica on shard links first follows
+    /// its primary after a start as a replica: the link's place its log
+    /// ended exactly on (`None`: no link's mark, or records after it; the
+    /// link full-syncs). Each link continues on its own: the shards' places
+    /// need not meet, as each link's full sync is cut on its own.
+    /// The link's book and the shard's own history then stand at the mark,
+    /// as after a full sync cut there (`Link::for_shard` asks to continue
+    /// from it; a sibling link's barrier before it skips the group's writes
+    /// to this shard's keys, as after a full sync).
+    pub fn restore_recovered_link(&self, shard: usize) -> Option<StreamMark> {
+        if !self.continue_from_logs.load(Relaxed) {
+            return None;
+        }
+        let mark = {
+            let mut slot = self.recovered.lock().unwrap_or_else(|e| e.into_inner());
+            let end = slot.as_mut()?.get_mut(shard)?;
+            match end {
+                Some(exact) if exact.mark.link => end.take().map(|exact| exact.mark)?,
+                _ => return None,
+            }
+        };
+        self.shard_link_full_sync(shard, &mark.replid, mark.offset);
+        self.shard_links.book(shard).processed(0, mark.db);
+        Some(mark)
     }
 
     /// The master client's command ending at stream offset `end` falls in a
@@ -768,6 +799,15 @@ impl State {
         let fack = self.fsynced.iter().map(|f| f.load(Relaxed)).min();
         let fack = fack.filter(|&f| logs && f >= 0).map(|f| f as u64);
         super::ack_command(self.offset(), fack)
+    }
+
+    /// Shard `shard`'s link's `REPLCONF ACK <offset>`, with `FACK <offset>`
+    /// when `logs` (the last of the link's marks the shard's log fsynced:
+    /// WAITAOF on the primary counts the replica once every link's did).
+    pub fn link_ack(&self, shard: usize, logs: bool) -> Vec<u8> {
+        let fack = self.fsynced[shard].load(Relaxed);
+        let fack = (logs && fack >= 0).then_some(fack as u64);
+        self.shard_links.book(shard).ack(fack)
     }
 
     /// Shard `shard`'s link changed state: the server's link is the worst

@@ -847,7 +847,7 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, history: History<'
                 let own = core.wal.as_ref().map(|w| w.synced_bytes());
                 let synced = log_synced(&aof.targets, core.id, own, &core.shared.shards);
                 (
-                    history.primary.fsynced_at_least(w.offset),
+                    history.fsynced_at_least(w.offset, &w.link_offsets),
                     Some((aof.local, synced)),
                 )
             }

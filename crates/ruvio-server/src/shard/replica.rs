@@ -171,7 +171,13 @@ impl Shard {
         let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
         core.touch_watched_in(&every_db);
         let loaded = crate::replication::load::install(&mut core.engine, part);
-        let loaded = loaded.and_then(|keys| durable_full_sync(core, state).map(|()| keys));
+        let mark = crate::persistence::stream_mark::StreamMark {
+            replid: state.ids().replid,
+            offset: state.offset(),
+            db: 0,
+            link: false,
+        };
+        let loaded = loaded.and_then(|keys| durable_full_sync(core, mark).map(|()| keys));
         match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -203,34 +209,9 @@ impl Shard {
     pub(super) fn follow_primary(&mut self) {
         let state = self.core.shared.replication.clone();
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
-        if epoch.is_none() && state.is_replica() {
-            if self.core.shared.loading.any() {
-                // Every shard's log says where the stream stopped: wait for all.
-                return;
-            }
-            // Taken once, by the single stream's shard (a replica with a log
-            // takes no shard links).
-            let recovered = match self.core.id {
-                0 => state.restore_recovered(),
-                _ => Ok(None),
-            };
-            match recovered {
-                Ok(Some(place)) => crate::serverlog::log(
-                    crate::serverlog::Level::Notice,
-                    &format!(
-                        "The shards' logs hold the MASTER's stream {} up to offset {}{}: asking to continue from there",
-                        place.mark.replid,
-                        place.mark.offset,
-                        match &place.catch_up {
-                            Some(each) => format!(" (each shard up to {each:?}, skipping what it holds)"),
-                            None => String::new(),
-                        }
-                    ),
-                ),
-                Ok(None) => {}
-                // This server's own fresh ID then: the primary answers a full sync.
-                Err(why) => crate::serverlog::log(crate::serverlog::Level::Notice, &why),
-            }
+        if epoch.is_none() && state.is_replica() && self.core.shared.loading.any() {
+            // Every shard's log says where the stream stopped: wait for all.
+            return;
         }
         let ids = state.ids();
         let taking_over = ids.failover.phase == FailoverPhase::InProgress;
@@ -255,6 +236,7 @@ impl Shard {
                 .filter(|_| (per_shard && !waits_for_take_over) || single)
                 .map(|(host, port)| {
                     if per_shard {
+                        restore_link_place(&state, shard);
                         state.shard_links.follow_on_links(ids.epoch);
                         let mut link =
                             Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
@@ -272,16 +254,17 @@ impl Shard {
                             node: false,
                         };
                     }
+                    restore_stream_place(&state);
                     // What the single stream applies is in no link's history.
                     state.forget_shard_links();
                     let mut link = Link::new(ids.epoch, host, port);
-                    // Its history so far (its own as a primary, or its old
-                    // primary's): the new primary may continue it (Redis's cached
-                    // master).
-                    let next = state.offset() + 1;
+                    // Its history so far (its own as a primary, its old
+                    // primary's, or its logs'): the new primary may continue
+                    // it (Redis's cached master).
+                    let (replid, next) = (state.ids().replid, state.offset() + 1);
                     match taking_over {
-                        true => link.ask_to_take_over(ids.replid.clone(), next),
-                        false => link.resume_from(ids.replid.clone(), next),
+                        true => link.ask_to_take_over(replid, next),
+                        false => link.resume_from(replid, next),
                     }
                     Follower {
                         link,
@@ -355,7 +338,7 @@ impl Shard {
         if now >= follower.next_ack_ms {
             follower.next_ack_ms = now + ACK_EVERY_MS;
             let ack = match shard_link {
-                true => state.shard_links.book(self.core.id).ack(),
+                true => state.link_ack(self.core.id, self.core.wal.is_some()),
                 false => state.ack(self.core.wal.is_some()),
             };
             conn.replies.sink().extend_from_slice(&ack);
@@ -400,14 +383,15 @@ impl Shard {
         let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
             return;
         };
-        let state = &self.core.shared.replication;
         if let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) {
-            let book = state.shard_links.book(self.core.id);
+            let book = self.core.shared.replication.shard_links.book(self.core.id);
             let settled = conn.client.blocked.is_none() && !conn.replies.is_holding();
             if settled && book.applied() != book.offset() {
                 book.settle();
             }
+            mark_link(&mut self.core, &conn.client, settled);
         }
+        let state = &self.core.shared.replication;
         let Some(wait) = self.core.replication.link_wait.as_mut() else {
             return;
         };
@@ -492,7 +476,7 @@ impl Shard {
             }
             conn.input.extend_from_slice(&handover.leftover);
             let ack = match shard_link {
-                true => book.ack(),
+                true => state.link_ack(self.core.id, self.core.wal.is_some()),
                 false => state.ack(self.core.wal.is_some()),
             };
             conn.replies.sink().extend_from_slice(&ack);
@@ -515,6 +499,44 @@ impl Shard {
     }
 }
 
+/// Once after a start as a replica, as the single stream's link is made:
+/// the place every shard's log holds (`State::restore_recovered`) becomes the
+/// server's history, so the link asks to continue it.
+fn restore_stream_place(state: &crate::replication::State) {
+    match state.restore_recovered() {
+        Ok(Some(place)) => crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!(
+                "The shards' logs hold the MASTER's stream {} up to offset {}{}: asking to continue from there",
+                place.mark.replid,
+                place.mark.offset,
+                match &place.catch_up {
+                    Some(each) => format!(" (each shard up to {each:?}, skipping what it holds)"),
+                    None => String::new(),
+                }
+            ),
+        ),
+        Ok(None) => {}
+        // This server's own fresh ID then: the primary answers a full sync.
+        Err(why) => crate::serverlog::log(crate::serverlog::Level::Notice, &why),
+    }
+}
+
+/// Once after a start as a replica, as shard `shard`'s link is made: the
+/// place of its link its log holds (`State::restore_recovered_link`) becomes
+/// the link's, so the link asks to continue it.
+fn restore_link_place(state: &crate::replication::State, shard: usize) {
+    if let Some(mark) = state.restore_recovered_link(shard) {
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!(
+                "shard {shard}: its log holds its link's stream {} up to offset {}: asking to continue from there",
+                mark.replid, mark.offset
+            ),
+        );
+    }
+}
+
 /// A shard link's full sync: this shard's keys alone (`every`: a replica
 /// node's, every key of its master node), built and put in place on its own
 /// (the other shards load their links' RDBs meanwhile).
@@ -530,6 +552,20 @@ fn load_link_rdb(core: &mut super::ShardCore, rdb: &[u8], every: bool) -> Result
     core.touch_watched_in(&every_db);
     let keys = crate::replication::load::install(&mut core.engine, built)
         .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+    if !every {
+        // With a log, the link's data and its place in its primary shard's
+        // history go to disk together (a cluster replica node's link marks
+        // no place: it full-syncs after a restart).
+        let book = core.shared.replication.shard_links.book(core.id);
+        let mark = crate::persistence::stream_mark::StreamMark {
+            replid: book.replid(),
+            offset: book.offset(),
+            db: 0,
+            link: true,
+        };
+        durable_full_sync(core, mark)
+            .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+    }
     crate::serverlog::log(
         crate::serverlog::Level::Notice,
         &format!(
@@ -549,15 +585,10 @@ fn load_link_rdb(core: &mut super::ShardCore, rdb: &[u8], every: bool) -> Result
 /// full sync's libraries replace them). Blocking, as the load is.
 fn durable_full_sync(
     core: &mut super::ShardCore,
-    state: &crate::replication::State,
+    mark: crate::persistence::stream_mark::StreamMark,
 ) -> Result<(), String> {
     let Some(wal) = core.wal.as_ref() else {
         return Ok(());
-    };
-    let mark = crate::persistence::stream_mark::StreamMark {
-        replid: state.ids().replid,
-        offset: state.offset(),
-        db: 0,
     };
     core.stream_marks.replaced(mark, wal);
     if let Err(e) = crate::persistence::snapshot::save(core) {
@@ -583,6 +614,10 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
     if core.wal.is_none() || client.multi.is_some() || client.blocked.is_some() {
         return;
     }
+    if client.shard_link {
+        // Each shard marks its own link's place (`mark_link`).
+        return;
+    }
     let state = &core.shared.replication;
     if !state.link_up() {
         return;
@@ -591,6 +626,7 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
         replid: state.ids().replid,
         offset: state.offset(),
         db: client.db,
+        link: false,
     };
     if core.stream_marks.is_last(&mark) {
         return;
@@ -616,6 +652,34 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
     if let Some(wal) = core.wal.as_mut() {
         core.stream_marks.append(wal, mark);
     }
+}
+
+/// A replica on shard links with a log, once per loop iteration: mark where
+/// this shard's link stands in its primary shard's history in this shard's
+/// log (`stream_mark`, a link's mark), when the link's stream is at rest
+/// (`settled`: every command dispatched ran to the end, its parts on other
+/// shards answered; the master client in no MULTI) and the log holds
+/// something since the last mark. Records another link's group wrote here
+/// after it are covered by the next one: a restart from a mark is a full
+/// sync cut there, which the barriers already order (`link_barrier`). Two
+/// loads and a compare while nothing moved.
+fn mark_link(core: &mut super::ShardCore, client: &crate::net::conn::ClientState, settled: bool) {
+    let Some(wal) = core.wal.as_mut() else {
+        return;
+    };
+    let book = core.shared.replication.shard_links.book(core.id);
+    let offset = book.offset();
+    if !settled || client.multi.is_some() || !book.up() || core.stream_marks.stands_at(offset, wal)
+    {
+        return;
+    }
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: book.replid(),
+        offset,
+        db: client.db,
+        link: true,
+    };
+    core.stream_marks.append(wal, mark);
 }
 
 /// What a catch-up does with one command of the master client.
