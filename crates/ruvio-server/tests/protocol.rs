@@ -715,6 +715,40 @@ fn client_reply_off_hides_replies_answered_by_another_shard() {
     c.roundtrip(&request, b"+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
 }
 
+/// Under `--durability always` a write waits behind a gate for its log group,
+/// and one that logged nothing (a DEL of a missing key, a SET NX that did not
+/// set) opens its gate at once, within the command: CLIENT REPLY OFF still
+/// hides its reply, and a transaction's over keys of both shards (a replica's
+/// master client is silenced the same way: its stream's replies reached the
+/// primary, which dropped the link on them). Connections of both shards.
+#[test]
+fn client_reply_off_hides_replies_behind_gates_opened_at_once() {
+    let dir = std::env::temp_dir().join(format!("ruvio-reply-off-always-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ["--durability", "always", "--dir", dir.to_str().unwrap()];
+    let server = Server::ruvio_with(PortMode::Forward, 2, &args);
+    for round in 0..8 {
+        let mut c = server.raw();
+        let prefix = format!("gate{round}");
+        let (a, b) = (key_on_shard(&prefix, 0, 2), key_on_shard(&prefix, 1, 2));
+        let mut request = encode(&["CLIENT", "REPLY", "OFF"]);
+        for key in [&a, &b] {
+            request.extend(encode(&["DEL", key]));
+            request.extend(encode(&["SET", key, "1"]));
+            request.extend(encode(&["SET", key, "2", "NX"]));
+            request.extend(encode(&["DEL", &format!("{key}:missing")]));
+        }
+        for command in [&["MULTI"][..], &["INCR", &a], &["DEL", &b], &["EXEC"]] {
+            request.extend(encode(command));
+        }
+        request.extend(encode(&["CLIENT", "REPLY", "ON"]));
+        request.extend(encode(&["MGET", &a, &b]));
+        c.roundtrip(&request, b"+OK\r\n*2\r\n$1\r\n2\r\n$-1\r\n");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn scan_cursor_naming_a_missing_shard_ends_the_scan() {
     let server = Server::forward(2);

@@ -131,6 +131,11 @@ fn continues_after_sigkill_on(
     write_round(primary, 1);
     caught_up(primary, &first);
     acknowledged_and_synced(primary);
+    // The last writes before the kill are `more`'s, and no WAIT's GETACK
+    // follows them in the stream (a new input, so a new mark, behind them).
+    more(10);
+    caught_up(primary, &first);
+    std::thread::sleep(Duration::from_millis(100));
     let (full, partial) = sync_counts(&mut primary.raw());
     drop(first); // SIGKILL
                  // Written while the replica is down: the primary's backlog keeps them.
@@ -363,11 +368,17 @@ fn records_after_the_last_mark_mean_a_full_sync() {
 }
 
 /// A Ruvio replica of a Ruvio primary of its shard count follows it on
-/// shard links, a log or not: each shard's log marks its own link's place,
+/// shard links, a log or not (`everysec` and `always`): each shard's log
+/// marks its own link's place,
 /// and after a SIGKILL every link continues (one partial resync each), with
 /// transactions, scripts and multi-key writes over both shards among the
-/// writes (ordered on the links by barriers). With the links off, and with
-/// another shard count, the single stream continues as one.
+/// writes (ordered on the links by barriers). With the links off the single
+/// stream continues as one, the same writes among its own: the marks go again
+/// once the stream is at rest, behind the records a group's keys logged when
+/// they went home (a log that ended on them meant a full sync), and under
+/// `always` the master client's replies stay unsent (a write's gate that
+/// opened at once let its reply reach the primary, which dropped the link on
+/// it). With another shard count, the single stream too.
 #[test]
 fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
     let primary = Server::ruvio(PortMode::Forward, 2);
@@ -382,11 +393,20 @@ fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
     );
     continues_after_sigkill_on(
         &primary,
-        (2, 1, &["--replica-shard-links", "no"]),
-        "ruvio2",
-        "everysec",
-        &|_| {},
+        (2, 2, &["--replica-shard-links", "yes"]),
+        "ruvio2-links-always",
+        "always",
+        &spread,
     );
+    for durability in ["everysec", "always"] {
+        continues_after_sigkill_on(
+            &primary,
+            (2, 1, &["--replica-shard-links", "no"]),
+            &format!("ruvio2-{durability}"),
+            durability,
+            &spread,
+        );
+    }
     continues_after_sigkill(&primary, 1, "ruvio1");
 }
 

@@ -309,17 +309,47 @@ impl ReplyQueue {
         self.held.iter().filter(|h| !h.after.is_empty()).count()
     }
 
-    /// CLIENT REPLY OFF/SKIP: drop the immediate reply of the command that began
-    /// when the sink was `before` bytes long and the next slot was `first`. When
-    /// it held a slot that is still held (its own reply's, or an `always` gate
-    /// its reply queued behind), what follows the newest one is its reply alone;
-    /// its slots drop their own parts (`silent`).
+    /// CLIENT REPLY OFF/SKIP (and a primary's stream, whose master client is
+    /// silent): drop the immediate reply of the command that began when the
+    /// sink was `before` bytes long and the next slot was `first`. Its own
+    /// slots drop their parts (`silent`); what it wrote is cut wherever it
+    /// went: after the slot that was the newest when it began (or the ready
+    /// bytes, when none was held), and after each slot it held, including
+    /// one already released again (an `always` gate of a write that logged
+    /// nothing opens at once, its bytes and those queued behind it moved to
+    /// the ready bytes). A slot held before the command is never released
+    /// while it runs (its reply comes from another shard or a log group, in
+    /// a later step of the loop).
     pub fn drop_immediate(&mut self, first: u64, before: usize) {
         if self.next_seq == first {
             self.sink().truncate(before);
-        } else if let Some(h) = self.held.back_mut().filter(|h| h.seq >= first) {
-            h.after.clear();
+            return;
         }
+        // The slot that was the newest when it began.
+        let newest_before = self
+            .held
+            .iter()
+            .rev()
+            .find(|h| h.seq < first)
+            .map(|h| h.seq);
+        if newest_before.is_none() {
+            // Nothing was held when it began: its bytes went to the ready ones.
+            self.ready.truncate(before);
+        }
+        let last = self.held.len().saturating_sub(1);
+        let mut parked = 0;
+        for (i, h) in self.held.iter_mut().enumerate() {
+            let keep = match h.seq >= first {
+                true => 0,
+                false if Some(h.seq) == newest_before => before,
+                false => continue,
+            };
+            if i != last {
+                parked += h.after.len().saturating_sub(keep);
+            }
+            h.after.truncate(keep);
+        }
+        self.parked_closed -= parked;
     }
 
     /// The sequence number the next held slot will get.
@@ -786,6 +816,49 @@ mod tests {
         let at = big.as_ptr();
         q.fill(large, 0, big);
         assert_eq!((q.ready.len(), q.ready.as_ptr()), (1000, at));
+    }
+
+    /// A silenced command's reply is dropped wherever it went: behind a gate
+    /// released while it ran (an `always` write that logged nothing), behind
+    /// its own slot still held, and behind the slot an earlier command holds.
+    #[test]
+    fn a_silenced_reply_is_dropped_behind_released_and_held_slots() {
+        let mut q = ReplyQueue::default();
+        q.sink().extend_from_slice(b"+kept\r\n");
+        // A gate opened and released within the command, then its reply.
+        let (first, before) = (q.next_seq(), q.sink_len());
+        q.silent_new = true;
+        let gate = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b":0\r\n");
+        q.fill(gate, 0, Vec::new());
+        q.silent_new = false;
+        q.drop_immediate(first, before);
+        assert_eq!(q.ready, b"+kept\r\n");
+        // A released gate, then a header and the command's own slot.
+        let (first, before) = (q.next_seq(), q.sink_len());
+        q.silent_new = true;
+        let gate = q.hold(Merge::Single, 1);
+        q.fill(gate, 0, Vec::new());
+        q.sink().extend_from_slice(b"*2\r\n");
+        let own = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+tail\r\n");
+        q.silent_new = false;
+        q.drop_immediate(first, before);
+        assert_eq!(q.ready, b"+kept\r\n");
+        // The next command's reply queues behind the held slot, silenced too.
+        let (first, before) = (q.next_seq(), q.sink_len());
+        q.silent_new = true;
+        let gate = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+OK\r\n");
+        q.silent_new = false;
+        q.drop_immediate(first, before);
+        // An unsilenced reply after them.
+        q.sink().extend_from_slice(b"+after\r\n");
+        q.fill(own, 0, b":5\r\n".to_vec());
+        q.fill(gate, 0, Vec::new());
+        assert_eq!(q.ready, b"+kept\r\n+after\r\n");
+        assert!(!q.is_holding());
+        assert_eq!(q.immediate_bytes(), q.ready.len());
     }
 
     #[test]

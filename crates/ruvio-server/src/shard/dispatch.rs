@@ -225,7 +225,7 @@ pub fn process_input(
     }
     if client.master {
         // A replica with a log marks where the stream is (see `stream_mark`).
-        crate::shard::replica::mark_stream(core, client);
+        crate::shard::replica::mark_stream(core, client, false);
         crate::shard::primary::wake_stream_hosts(core);
     }
     parser.forget_ahead();

@@ -352,6 +352,11 @@ impl Shard {
             // (`shard_link_at_rest`): no stream to hold still across shards.
             return;
         }
+        if self.core.wal.is_some() && !conn.replies.is_holding() {
+            // Every command of the stream so far ran to the end: the marks
+            // go again, behind what its cross-shard groups logged since.
+            mark_stream(&mut self.core, &conn.client, true);
+        }
         // A full sync of a replica of this server: its RDB must hold exactly
         // the stream up to the offset it names, so every shard cuts while the
         // stream stands still (the master client stops before its next
@@ -610,7 +615,19 @@ fn durable_full_sync(
 /// (see `stream_mark`). Not inside a MULTI (a continuation would start in the
 /// middle of it) nor while a command waits on other shards (its effects there
 /// are not in their logs yet).
-pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn::ClientState) {
+///
+/// `again` (each tick, once every command dispatched was answered): the same
+/// mark once more, so a log whose last records came after its mark (a
+/// cross-shard group's keys sent home, a transaction's part run in place,
+/// logged once the iteration's mark had gone) ends on a mark again; a shard
+/// whose log has nothing after its mark appends nothing (`ShardMarks::
+/// append`). Without it such a log ended on records until the primary's next
+/// PING (10 s), and a restart meanwhile meant a full sync.
+pub(super) fn mark_stream(
+    core: &mut super::ShardCore,
+    client: &crate::net::conn::ClientState,
+    again: bool,
+) {
     if core.wal.is_none() || client.multi.is_some() || client.blocked.is_some() {
         return;
     }
@@ -628,7 +645,7 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
         db: client.db,
         link: false,
     };
-    if core.stream_marks.is_last(&mark) {
+    if !again && core.stream_marks.is_last(&mark) {
         return;
     }
     // In a catch-up, a shard whose data is ahead of the stream gets no mark
