@@ -567,26 +567,28 @@ impl<'a> History<'a> {
     /// links each of their links its shard's `link_offsets` (WAIT).
     pub fn acked_at_least(&self, offset: u64, link_offsets: &[u64]) -> usize {
         let own = self.primary.acked_at_least(offset);
-        match (self.node, link_offsets.is_empty()) {
-            (None, false) => {
-                let linked = link_replicas::linked_replicas(self.state);
-                own + linked.iter().filter(|r| r.acked(link_offsets)).count()
-            }
-            _ => own,
-        }
+        own + self.linked_reaching(link_offsets, LinkedReplica::acked)
     }
 
     /// Replicas whose logs fsynced `offset` of this history, those on shard
     /// links each of their links its shard's `link_offsets` (WAITAOF).
     pub fn fsynced_at_least(&self, offset: u64, link_offsets: &[u64]) -> usize {
         let own = self.primary.fsynced_at_least(offset);
-        match (self.node, link_offsets.is_empty()) {
-            (None, false) => {
-                let linked = link_replicas::linked_replicas(self.state);
-                own + linked.iter().filter(|r| r.fsynced(link_offsets)).count()
-            }
-            _ => own,
+        own + self.linked_reaching(link_offsets, LinkedReplica::fsynced)
+    }
+
+    /// Replicas on shard links of the server's history whose every link
+    /// `reached` its shard's `link_offsets` (none for a shard node's).
+    fn linked_reaching(
+        &self,
+        link_offsets: &[u64],
+        reached: fn(&LinkedReplica, &[u64]) -> bool,
+    ) -> usize {
+        if self.node.is_some() || link_offsets.is_empty() {
+            return 0;
         }
+        let linked = link_replicas::linked_replicas(self.state);
+        linked.iter().filter(|r| reached(r, link_offsets)).count()
     }
 
     /// Online replicas heard from within `max_lag_s` seconds, one on shard

@@ -611,6 +611,7 @@ impl Link {
                     crate::serverlog::Level::Notice,
                     &format!("Full resync from master: {replid}:{offset}"),
                 );
+                state.forget_recovered();
                 match self.shard {
                     Some((shard, _)) => {
                         state.shard_link_full_sync(shard, replid, offset);
@@ -631,6 +632,7 @@ impl Link {
                     "Successful partial resynchronization with master.",
                 );
                 let replid = words.next().filter(|id| id.len() == 40);
+                state.forget_recovered();
                 match self.shard {
                     Some((shard, _)) => state.shard_link_continued(shard, replid),
                     None => state.continued(replid),
