@@ -214,7 +214,7 @@ fn synced_links(primary: &Server, n: usize) -> Vec<(RawConn, u64)> {
 fn read_commands(
     r: &mut RawConn,
     offset: &mut u64,
-    last: impl Fn(&[String]) -> bool,
+    mut last: impl FnMut(&[String]) -> bool,
 ) -> Vec<(Vec<String>, u64)> {
     let mut commands = Vec::new();
     loop {
@@ -488,4 +488,97 @@ fn a_script_reaching_an_undeclared_key_is_ordered_by_barriers() {
         .iter()
         .any(|(c, _)| c[0] == "RESTORE" && c[1] == keys[1]);
     assert!(restored, "{stream_1:?}");
+}
+
+/// The names of a link's commands up to and including its `count`-th `last`,
+/// lower case, without the stream's own (SELECT, PING, REPLCONF, RUVIO ...);
+/// fails after 10 s.
+fn writes_until(r: &mut RawConn, offset: &mut u64, last: &str, count: usize) -> Vec<String> {
+    let (mut seen, started) = (0, std::time::Instant::now());
+    let commands = read_commands(r, offset, |words| {
+        // The stream's own PINGs and marks never let a read time out.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{count} {last} not in 10 s"
+        );
+        seen += usize::from(words[0].eq_ignore_ascii_case(last));
+        seen == count
+    });
+    let own = ["select", "ping", "replconf", "ruvio"];
+    commands
+        .into_iter()
+        .map(|(words, _)| words[0].to_ascii_lowercase())
+        .filter(|name| !own.contains(&name.as_str()))
+        .collect()
+}
+
+/// A FLUSHDB and, in the same loop iteration, a transaction of its shard:
+/// the shard's link gets the FLUSHDB before the transaction's MULTI. (Its
+/// mark stood where the group began and moved into it with the MULTI: a
+/// replica on links ran the FLUSHDB at the EXEC, on every shard, and flushed
+/// what its other links had applied since; seen as a lost key in
+/// single_stream_beneath_shard_links.) A FLUSHDB inside a MULTI reaches
+/// every shard's link (the other shards ran their parts as the server's own
+/// client, whose commands were not recorded: the replica on links kept the
+/// other shards' keys, and the single stream waited 2 s for the barrier).
+#[test]
+fn a_flushdb_next_to_a_transaction_reaches_every_link_in_its_place() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut links = synced_links(&primary, 2);
+    let mut on_0 = conn_on_shard(&primary, 0);
+    let (list, hash) = (key_on_shard("l:", 0, 2), key_on_shard("h:", 0, 2));
+    // One write: shard 0 reads it in one loop iteration.
+    let pipeline: Vec<u8> = [
+        vec!["SELECT", "3"],
+        vec!["FLUSHDB"],
+        vec!["MULTI"],
+        vec!["RPUSH", &list, "1"],
+        vec!["HSET", &hash, "f", "1"],
+        vec!["EXEC"],
+    ]
+    .iter()
+    .flat_map(|words| encode(words))
+    .collect();
+    on_0.send(&pipeline);
+    for _ in 0..6 {
+        let reply = on_0.read_reply();
+        assert!(!reply.starts_with(b"-"), "{}", show(&reply));
+    }
+    let (link, offset) = &mut links[0];
+    assert_eq!(
+        writes_until(link, offset, "exec", 1),
+        ["flushdb", "multi", "rpush", "hset", "exec"]
+    );
+    // FLUSHDB inside a transaction: every shard runs it, every link gets it.
+    let started = std::time::Instant::now();
+    assert_eq!(on_0.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(on_0.cmd(&["RPUSH", &list, "2"]), b"+QUEUED\r\n");
+    assert_eq!(on_0.cmd(&["FLUSHDB"]), b"+QUEUED\r\n");
+    assert_eq!(on_0.cmd(&["HSET", &hash, "f", "2"]), b"+QUEUED\r\n");
+    assert_eq!(on_0.cmd(&["EXEC"]), b"*3\r\n:2\r\n+OK\r\n:1\r\n");
+    // It ran on the keys' states (the script lock's path): the FLUSHDB,
+    // then the keys' new states as one group.
+    let (link, offset) = &mut links[0];
+    let names = writes_until(link, offset, "exec", 1);
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert_eq!(names[..2], ["flushdb", "multi"], "{names:?}");
+    assert!(names.contains(&"restore".into()) && names.contains(&"del".into()));
+    let (link, offset) = &mut links[1];
+    assert_eq!(
+        writes_until(link, offset, "flushdb", 2),
+        ["flushdb", "flushdb"]
+    );
+    // A single-stream replica got it without the barrier's 2 s give-up.
+    let mut single = primary.raw();
+    let (_, mut single_offset, _) = full_sync(&mut single);
+    assert_eq!(on_0.cmd(&["SET", &list, "after"]), b"+OK\r\n");
+    let names = writes_until(&mut single, &mut single_offset, "set", 1);
+    assert_eq!(names, ["set"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "{:?}: {}",
+        started.elapsed(),
+        primary.logs()
+    );
+    assert!(!primary.logs().contains("did not reach every shard"));
 }

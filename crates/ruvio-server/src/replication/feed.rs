@@ -25,6 +25,10 @@ pub struct Feed {
     depth: u32,
     group_start: usize,
     group_records: usize,
+    /// Marks recorded before the open group began: they stay before its
+    /// `MULTI` (a barrier's bytes are not in `bytes`, so the one recorded
+    /// last before a group stands where the group starts).
+    group_marks: usize,
     /// FLUSHALL, FLUSHDB and SWAPDB are barriers, not records (a forward-mode
     /// server of several shards: every shard runs them, and the server's stream
     /// takes them once, [`super::primary::Primary`]'s barriers).
@@ -39,7 +43,9 @@ pub struct Feed {
     pub joined: u64,
     /// A client whose writes are not recorded: a promoted replica's old
     /// master client, whose commands are in the backlog as the stream's bytes.
-    skipped_client: u64,
+    /// (Client id 0 is the server's own: a FLUSHDB a transaction runs on the
+    /// other shards, a migrated slot's keys deleted. Those are recorded.)
+    skipped_client: Option<u64>,
     /// Records for this shard's own history only (a Ruvio replica's shard
     /// link), never the server's: `RUVIO BARRIER` ([`super::link_barrier`]).
     link_only: Vec<LinkOnly>,
@@ -51,6 +57,9 @@ pub struct Feed {
 pub struct LinkOnly {
     /// Where it stands in the bytes: they end before it.
     pub at: usize,
+    /// Its place among the flush's marks and link-only records (those
+    /// recorded before it): of two at one place, the earlier goes first.
+    pub nth: usize,
     /// The command, as a RESP array.
     pub record: Vec<u8>,
     /// The database it runs in, and the one the records before it left the
@@ -66,6 +75,9 @@ pub struct LinkOnly {
 pub struct Mark {
     /// Where it stands in the bytes: they end before it.
     pub at: usize,
+    /// Its place among the flush's marks and link-only records (as
+    /// [`LinkOnly::nth`]).
+    pub nth: usize,
     /// Which of the shard's FLUSHALL, FLUSHDB and SWAPDB it is (the engine's
     /// count once it ran): every shard runs each, so the n-th is the same
     /// command on every shard.
@@ -112,19 +124,19 @@ impl Flushed {
         }
         let extra = 64 * (self.marks.len() + self.link_only.len());
         let mut bytes = Vec::with_capacity(self.bytes.len() + extra);
-        // In the order of their places; at one place a link's record first
-        // (a barrier's bytes are its `SELECT` and command, the next record
-        // after it).
+        // In the order of their places; at one place in the order they were
+        // recorded (a key's state that came home after a FLUSHALL must not
+        // go before it).
         let links = self
             .link_only
             .iter()
-            .map(|l| (l.at, 0, &l.record[..], l.db));
+            .map(|l| (l.at, l.nth, 0, &l.record[..], l.db));
         let marks = self
             .marks
             .iter()
-            .map(|m| (m.at, 1, &m.record[..], Some((m.db, None))));
+            .map(|m| (m.at, m.nth, 1, &m.record[..], Some((m.db, None))));
         let mut inserts: Vec<_> = links.chain(marks).collect();
-        inserts.sort_by_key(|&(at, kind, _, _)| (at, kind));
+        inserts.sort_by_key(|&(at, nth, _, _, _)| (at, nth));
         let mut from = 0;
         // A barrier with no record after it leaves the stream in its own
         // database (it selected it): the next flush's records must select
@@ -135,7 +147,7 @@ impl Flushed {
             let mut digits = itoa::Buffer::new();
             encode(bytes, &[b"SELECT", digits.format(db).as_bytes()]);
         };
-        for (at, kind, record, db) in inserts {
+        for (at, _, kind, record, db) in inserts {
             bytes.extend_from_slice(&self.bytes[from..at]);
             match (kind, db) {
                 // A barrier: what follows it selects its own database.
@@ -233,14 +245,14 @@ impl Feed {
 
     /// Records of client `id`'s commands are not made (0: every client's are).
     pub fn skip_client(&mut self, id: u64) {
-        self.skipped_client = id;
+        self.skipped_client = (id != 0).then_some(id);
     }
 
     /// True while the server keeps a backlog and client `id`'s writes belong
     /// in it (see [`skip_client`](Self::skip_client)).
     #[inline]
     pub fn records_for(&self, id: u64) -> bool {
-        self.on && id != self.skipped_client
+        self.on && self.skipped_client != Some(id)
     }
 
     /// Record FLUSHALL, FLUSHDB and SWAPDB as barriers (forward mode, several
@@ -275,6 +287,7 @@ impl Feed {
         if self.depth == 0 {
             self.group_start = self.bytes.len();
             self.group_records = 0;
+            self.group_marks = self.marks.len();
         }
         self.depth += 1;
     }
@@ -288,7 +301,11 @@ impl Feed {
             self.bytes
                 .splice(self.group_start..self.group_start, MULTI.iter().copied());
             self.bytes.extend_from_slice(EXEC);
-            for mark in self.marks.iter_mut().filter(|m| m.at >= self.group_start) {
+            // The group's own marks only: one recorded just before it stands
+            // at its start too (without, a FLUSHDB followed by a transaction
+            // went inside the transaction's MULTI, where a replica on links
+            // ran it on every shard at the EXEC).
+            for mark in &mut self.marks[self.group_marks..] {
                 mark.at += MULTI.len();
             }
             let link_only = self.link_only.iter_mut();
@@ -333,6 +350,7 @@ impl Feed {
             self.seq += 1;
             self.marks.push(Mark {
                 at: mark,
+                nth: self.marks.len() + self.link_only.len(),
                 seq: self.seq,
                 db,
                 record,
@@ -437,6 +455,7 @@ impl Feed {
         let at = self.bytes.len();
         self.link_only.push(LinkOnly {
             at,
+            nth: self.marks.len() + self.link_only.len(),
             record,
             db: None,
         });
@@ -455,10 +474,16 @@ impl Feed {
         for arg in args {
             ruvio_resp::put_bulk(&mut record, arg);
         }
-        let back = self.first_db.map(|_| self.db);
+        // After a barrier the stream is in the barrier's database (it
+        // selected it), not the last record's.
+        let back = match self.reselect {
+            true => self.marks.last().map(|m| m.db),
+            false => self.first_db.map(|_| self.db),
+        };
         let at = self.bytes.len();
         self.link_only.push(LinkOnly {
             at,
+            nth: self.marks.len() + self.link_only.len(),
             record,
             db: Some((db, back)),
         });
@@ -666,6 +691,78 @@ mod tests {
         assert_eq!(
             text(&flushed.bytes),
             "*3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 "
+        );
+    }
+
+    /// The server's own commands (client id 0: a FLUSHDB a transaction ran
+    /// on the other shards) are recorded unless a client is skipped and it is
+    /// that one (before, none were: a replica on links kept the keys).
+    #[test]
+    fn the_servers_own_commands_are_recorded() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.skip_client(0);
+        assert!(feed.records_for(0) && feed.records_for(7));
+        feed.skip_client(7);
+        assert!(feed.records_for(0) && !feed.records_for(7));
+    }
+
+    /// A barrier recorded right before a group stands where the group
+    /// starts: it stays before the group's MULTI (it went inside it, and a
+    /// replica on links ran the FLUSHDB at the EXEC, on every shard).
+    #[test]
+    fn a_barrier_just_before_a_transaction_stays_before_it() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        rec(&mut feed, 0, &[b"SET", b"a", b"1"]);
+        rec(&mut feed, 3, &[b"FLUSHDB"]);
+        feed.begin_group();
+        rec(&mut feed, 0, &[b"RPUSH", b"l", b"1"]);
+        rec(&mut feed, 0, &[b"HSET", b"h", b"f", b"1"]);
+        feed.end_group();
+        let flushed = feed.take().unwrap();
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 3 *1 $7 FLUSHDB *1 $5 MULTI \
+             *2 $6 SELECT $1 0 *3 $5 RPUSH $1 l $1 1 *4 $4 HSET $1 h $1 f $1 1 *1 $4 EXEC "
+        );
+        // The server's history: the transaction whole, after the barrier.
+        let (before, rest) = flushed.split_first();
+        assert_eq!(text(&before), "*3 $3 SET $1 a $1 1 ");
+        let (mark, rest) = rest.unwrap();
+        assert_eq!(
+            (mark.db, text(&mark.record).as_str()),
+            (3, "*1 $7 FLUSHDB ")
+        );
+        assert!(
+            text(&rest.bytes).starts_with("*1 $5 MULTI "),
+            "{}",
+            text(&rest.bytes)
+        );
+    }
+
+    /// A key's state recorded for the links after a barrier, with nothing
+    /// between them, goes after it (a key home after a FLUSHALL is not
+    /// flushed by it) and in its own database (the barrier left the stream
+    /// in the barrier's).
+    #[test]
+    fn a_link_record_after_a_barrier_follows_it() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        rec(&mut feed, 0, &[b"SET", b"a", b"1"]);
+        rec(&mut feed, 3, &[b"FLUSHALL"]);
+        feed.record_link_only(b"*1\r\n$1\r\nL\r\n".to_vec());
+        feed.record_link_only_in(0, &[b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()]);
+        rec(&mut feed, 3, &[b"SET", b"b", b"2"]);
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
+        assert_eq!(
+            text(&feed.take().unwrap().inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 3 *1 $8 FLUSHALL *1 $1 L \
+             *2 $6 SELECT $1 0 *3 $3 SET $1 k $1 v *2 $6 SELECT $1 3 \
+             *2 $6 SELECT $1 3 *3 $3 SET $1 b $1 2 "
         );
     }
 
