@@ -653,3 +653,48 @@ fn an_idle_handover_holds_the_writes_about_a_millisecond() {
     eprintln!("writes held {held_ms:?} ms");
     assert!(fastest < 8, "writes held {held_ms:?} ms");
 }
+
+/// The source's copies deleted after a job leave its replica node too: the
+/// shard deletes them as the server's own client (id 0), whose writes the
+/// replication feed did not record until 2026-12-07 (the replica kept every
+/// moved key).
+#[test]
+fn the_sources_replica_drops_the_moved_keys() {
+    let pair = pair("slotmig-replica", 2_000);
+    let replica = free_ports(1, true);
+    let _replica_node = Node::start(replica, 1, &unique_dir("slotmig-replica-r"));
+    let a_id = myid(pair.a);
+    ok(
+        replica,
+        &["CLUSTER", "MEET", "127.0.0.1", &pair.a.to_string()],
+    );
+    wait_for("the replica knows the source", || {
+        let nodes = text(&RawConn::connect(replica).cmd(&["CLUSTER", "NODES"]));
+        match nodes.contains(&a_id) {
+            true => Ok(()),
+            false => Err(nodes),
+        }
+    });
+    ok(replica, &["CLUSTER", "REPLICATE", &a_id]);
+    wait_for(
+        "the replica holds the moved slots' keys",
+        || match keys_in_slots(replica) {
+            2_000 => Ok(()),
+            n => Err(format!("{n} keys")),
+        },
+    );
+    migrate_moved(pair.a, &myid(pair.b));
+    wait_for("the export succeeds", || match newest_job(pair.a) {
+        Some((state, _, _)) if state == "success" => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    for (port, name) in [(pair.a, "the source"), (replica, "its replica")] {
+        wait_for(
+            &format!("{name} without the moved keys"),
+            || match keys_in_slots(port) {
+                0 => Ok(()),
+                n => Err(format!("{n} keys left")),
+            },
+        );
+    }
+}
