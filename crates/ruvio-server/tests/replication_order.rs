@@ -475,3 +475,56 @@ fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
     let want: Vec<(&str, &str)> = want.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     same_strings_on_both(&mut p, &mut r, &want);
 }
+
+/// A FLUSHDB inside a transaction on shard 0 while shard 1 runs
+/// transactions of its own: the redis-server replica ends with the
+/// primary's data, its log without an error. Before f4d118ce shard 1's part
+/// of each FLUSHDB was not recorded and the stream waited 2 s for each
+/// barrier (the WAIT timed out). The order within (shard 1's records from
+/// before its part went between the transaction's MULTI and the FLUSHDB when
+/// shard 0 appended first: `MULTI calls can not be nested` on the replica)
+/// is shown by `barrier_tests::a_flush_inside_a_transaction_keeps_the_transaction_whole`:
+/// here shard 0 waits for shard 1's part, so shard 1 nearly always appends first.
+#[test]
+fn a_flush_inside_a_transaction_reaches_a_redis_replica_whole() {
+    if require_redis_server("a_flush_inside_a_transaction_reaches_a_redis_replica_whole").is_none()
+    {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let replica = redis_replica(&primary);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, mut c1) = (stop.clone(), conn_on_shard(&primary, 1));
+        let (k, n) = (key_on_shard("k:", 1, 2), key_on_shard("n:", 1, 2));
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                c1.cmd(&["MULTI"]);
+                c1.cmd(&["SET", &k, &i.to_string()]);
+                c1.cmd(&["INCR", &n]);
+                let exec = c1.cmd(&["EXEC"]);
+                assert!(exec.starts_with(b"*2"), "{}", show(&exec));
+                i += 1;
+            }
+            i
+        })
+    };
+    let mut c0 = conn_on_shard(&primary, 0);
+    let (x, f) = (key_on_shard("x:", 0, 2), key_on_shard("f:", 0, 2));
+    for i in 0..100 {
+        assert_eq!(c0.cmd(&["MULTI"]), b"+OK\r\n");
+        c0.cmd(&["SET", &x, &i.to_string()]);
+        c0.cmd(&["FLUSHDB"]);
+        c0.cmd(&["SET", &f, &i.to_string()]);
+        let exec = c0.cmd(&["EXEC"]);
+        assert!(exec.starts_with(b"*3"), "{}", show(&exec));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = writer.join().expect("the writer on shard 1");
+    assert!(rounds > 0);
+    caught_up(&mut c0);
+    compare_all(&primary, &replica, "after the flushes in transactions");
+    let logs = replica.full_logs();
+    assert!(!logs.contains("CRITICAL"), "{}", replica.logs());
+}

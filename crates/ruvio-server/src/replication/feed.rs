@@ -29,6 +29,9 @@ pub struct Feed {
     /// `MULTI` (a barrier's bytes are not in `bytes`, so the one recorded
     /// last before a group stands where the group starts).
     group_marks: usize,
+    /// The database the stream was in where the open group began (`None`:
+    /// nothing recorded before it in this flush).
+    group_db: Option<usize>,
     /// FLUSHALL, FLUSHDB and SWAPDB are barriers, not records (a forward-mode
     /// server of several shards: every shard runs them, and the server's stream
     /// takes them once, [`super::primary::Primary`]'s barriers).
@@ -86,6 +89,13 @@ pub struct Mark {
     pub db: usize,
     /// The command, as a RESP array.
     pub record: Vec<u8>,
+    /// The transaction it ran in, when its records began before it: where
+    /// the group's `MULTI` stands and the database the stream was in there.
+    /// The server's history takes the `MULTI` and the group's records before
+    /// the barrier with the barrier's command ([`Flushed::split_first`]), so
+    /// no other shard's records land inside the transaction. (Only a group's
+    /// first barrier: a second one in the same group has none.)
+    pub group: Option<(usize, usize)>,
 }
 
 /// What a flush takes: the bytes, the database they start in and the one they
@@ -178,15 +188,30 @@ impl Flushed {
 
     /// The bytes before the first barrier, the barrier, and what follows it
     /// (starting in the database the barrier left it: its bytes select their
-    /// own).
+    /// own). A barrier inside a transaction takes the transaction's start
+    /// with it ([`Mark::group`]): its record becomes the `MULTI`, the
+    /// group's records before it and its command, each in its database.
     pub fn split_first(mut self) -> (Vec<u8>, Option<(Mark, Flushed)>) {
         if self.marks.is_empty() {
             return (self.bytes, None);
         }
-        let mark = self.marks.remove(0);
+        let mut mark = self.marks.remove(0);
         let rest_bytes = self.bytes.split_off(mark.at);
         for m in &mut self.marks {
             m.at -= mark.at;
+            if let Some((at, _)) = &mut m.group {
+                *at -= mark.at;
+            }
+        }
+        if let Some((at, db)) = mark.group {
+            let started = self.bytes.split_off(at);
+            let mut record = Vec::with_capacity(started.len() + mark.record.len() + 32);
+            let mut digits = itoa::Buffer::new();
+            encode(&mut record, &[b"SELECT", digits.format(db).as_bytes()]);
+            record.extend_from_slice(&started);
+            encode(&mut record, &[b"SELECT", digits.format(mark.db).as_bytes()]);
+            record.extend_from_slice(&mark.record);
+            mark.record = record;
         }
         let rest = Flushed {
             bytes: rest_bytes,
@@ -213,6 +238,7 @@ impl Flushed {
         self.bytes.extend_from_slice(&later.bytes);
         self.marks.extend(later.marks.into_iter().map(|m| Mark {
             at: m.at + shift,
+            group: m.group.map(|(at, db)| (at + shift, db)),
             ..m
         }));
         self.last_db = later.last_db;
@@ -288,6 +314,7 @@ impl Feed {
             self.group_start = self.bytes.len();
             self.group_records = 0;
             self.group_marks = self.marks.len();
+            self.group_db = self.first_db.map(|_| self.db);
         }
         self.depth += 1;
     }
@@ -305,8 +332,15 @@ impl Feed {
             // at its start too (without, a FLUSHDB followed by a transaction
             // went inside the transaction's MULTI, where a replica on links
             // ran it on every shard at the EXEC).
-            for mark in &mut self.marks[self.group_marks..] {
+            let group = (
+                self.group_start,
+                self.group_db.or(self.first_db).unwrap_or(self.db),
+            );
+            for (i, mark) in self.marks[self.group_marks..].iter_mut().enumerate() {
                 mark.at += MULTI.len();
+                if i == 0 {
+                    mark.group = Some(group);
+                }
             }
             let link_only = self.link_only.iter_mut();
             for link in link_only.filter(|l| l.at > self.group_start) {
@@ -354,6 +388,7 @@ impl Feed {
                 seq: self.seq,
                 db,
                 record,
+                group: None,
             });
             self.reselect = true;
             if self.depth > 0 {
@@ -776,11 +811,24 @@ mod tests {
         rec(&mut feed, 0, &[b"SWAPDB", b"0", b"1"]);
         feed.end_group();
         let flushed = feed.take().unwrap();
-        let (before, rest) = flushed.split_first();
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         assert_eq!(
-            before,
-            b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n"
+            text(&flushed.inlined().bytes),
+            "*1 $5 MULTI *3 $3 SET $1 a $1 1 *2 $6 SELECT $1 0 *3 $6 SWAPDB $1 0 $1 1 \
+             *1 $4 EXEC "
         );
-        assert_eq!(rest.unwrap().1.bytes, EXEC);
+        // The server's history: the transaction's start goes with the
+        // barrier (other shards' records before it go in first), the rest
+        // after it.
+        let (before, rest) = flushed.split_first();
+        assert!(before.is_empty());
+        let (mark, rest) = rest.unwrap();
+        assert_eq!(mark.group, Some((0, 0)));
+        assert_eq!(
+            text(&mark.record),
+            "*2 $6 SELECT $1 0 *1 $5 MULTI *3 $3 SET $1 a $1 1 *2 $6 SELECT $1 0 \
+             *3 $6 SWAPDB $1 0 $1 1 "
+        );
+        assert_eq!(rest.bytes, EXEC);
     }
 }

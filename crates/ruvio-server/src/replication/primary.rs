@@ -136,9 +136,13 @@ struct Barriers {
     /// Barriers up to this one are in the stream (or were passed by every shard
     /// without a record: before any feed was on).
     done: u64,
-    /// The commands of barriers after `done` (the first passer's), with their
-    /// database.
-    records: std::collections::BTreeMap<u64, (usize, Vec<u8>)>,
+    /// The commands of barriers after `done` (the first passer's, or the
+    /// one that ran inside a transaction, which carries its start), with
+    /// their database and that transaction's shard.
+    records: std::collections::BTreeMap<u64, (usize, Vec<u8>, Option<usize>)>,
+    /// A barrier that opened a shard's transaction went in: that shard's
+    /// records after it (the rest of the transaction) go in first.
+    first: Option<usize>,
     /// Each shard's records after the barrier it waits at.
     held: Vec<Option<Flushed>>,
     /// When the oldest open barrier opened.
@@ -770,7 +774,9 @@ fn pass_barriers(
 fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
     loop {
         let mut moved = false;
-        for shard in 0..shards {
+        let first = inner.barriers.first.take();
+        let others = (0..shards).filter(|&shard| Some(shard) != first);
+        for shard in first.into_iter().chain(others) {
             while !inner.barriers.waiting(shard) {
                 let Some(held) = inner.barriers.held[shard].take() else {
                     break;
@@ -792,10 +798,21 @@ fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
                 let barriers = &mut inner.barriers;
                 barriers.passed[shard] = barriers.passed[shard].max(mark.seq);
                 if mark.seq > barriers.done {
-                    barriers
-                        .records
-                        .entry(mark.seq)
-                        .or_insert((mark.db, mark.record));
+                    // A transaction's barrier carries its start: it is the
+                    // one that goes in, whoever passed first.
+                    let grouped = mark.group.map(|_| shard);
+                    let entry = barriers.records.entry(mark.seq);
+                    let record = (mark.db, mark.record, grouped);
+                    match entry {
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            e.insert(record);
+                        }
+                        std::collections::btree_map::Entry::Occupied(mut e) => {
+                            if grouped.is_some() && e.get().2.is_none() {
+                                e.insert(record);
+                            }
+                        }
+                    }
                     barriers.since.get_or_insert_with(std::time::Instant::now);
                 }
                 if !rest.bytes.is_empty() || !rest.marks.is_empty() {
@@ -821,7 +838,10 @@ fn complete_barriers(inner: &mut Inner, upto: u64, offset: &AtomicU64) {
         if *entry.key() > upto {
             break;
         }
-        let (db, record) = entry.remove();
+        let (db, record, grouped) = entry.remove();
+        if grouped.is_some() {
+            inner.barriers.first = grouped;
+        }
         if inner.db != Some(db) {
             let mut select = Vec::new();
             let digits = db.to_string();

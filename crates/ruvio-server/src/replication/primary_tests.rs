@@ -116,6 +116,76 @@ mod barrier_tests {
             .replace("*2 $6 SELECT $1 0 ", "")
     }
 
+    /// A FLUSHALL inside shard 0's transaction: shard 1's records from
+    /// before its own run go in before the transaction's MULTI, and its
+    /// records after it after the transaction's EXEC, whichever shard passed
+    /// first (a redis-server replica got them inside the transaction, and a
+    /// MULTI among them answered `MULTI calls can not be nested`).
+    #[test]
+    fn a_flush_inside_a_transaction_keeps_the_transaction_whole() {
+        for shard_1_first in [false, true] {
+            let p = Primary::default();
+            let offset = AtomicU64::new(0);
+            p.create_backlog(0, 1 << 20);
+            p.pin(9, 0);
+            let (mut a, mut b) = (shard_feed(), shard_feed());
+            rec(&mut a, &[b"SET", b"a0", b"1"]);
+            a.begin_group();
+            rec(&mut a, &[b"SET", b"x", b"1"]);
+            rec(&mut a, &[b"FLUSHALL"]);
+            rec(&mut a, &[b"SET", b"f", b"1"]);
+            a.end_group();
+            rec(&mut a, &[b"SET", b"a1", b"1"]);
+            b.begin_group();
+            rec(&mut b, &[b"SET", b"b0", b"1"]);
+            rec(&mut b, &[b"INCR", b"b0"]);
+            b.end_group();
+            rec(&mut b, &[b"FLUSHALL"]);
+            b.begin_group();
+            rec(&mut b, &[b"SET", b"b1", b"1"]);
+            rec(&mut b, &[b"INCR", b"b1"]);
+            b.end_group();
+            let (a, b) = (a.take().unwrap(), b.take().unwrap());
+            match shard_1_first {
+                true => {
+                    p.append_shard((1, 2), b, &offset);
+                    p.append_shard((0, 2), a, &offset);
+                }
+                false => {
+                    p.append_shard((0, 2), a, &offset);
+                    p.append_shard((1, 2), b, &offset);
+                }
+            }
+            let stream = stream(&p);
+            let at = |what: &str| {
+                stream
+                    .find(what)
+                    .unwrap_or_else(|| panic!("{what} in {stream}"))
+            };
+            assert!(!p.barrier_open());
+            assert_eq!(stream.matches("FLUSHALL").count(), 1, "{stream}");
+            assert_eq!(stream.matches("MULTI").count(), 3, "{stream}");
+            // b0's group, then a's transaction whole, then b1's group.
+            let order = [
+                at("$2 b0"),
+                at("$1 x"),
+                at("FLUSHALL"),
+                at("$1 f"),
+                at("$2 a1"),
+                at("$2 b1"),
+            ];
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{stream}");
+            let exec_after_f = stream[at("$1 f")..].find("EXEC").unwrap() + at("$1 f");
+            assert!(exec_after_f < at("$2 a1"), "{stream}");
+            assert!(
+                at("$2 b0") < at("$1 x") && at("$2 a0") < at("$1 x"),
+                "{stream}"
+            );
+            let multi_of_a = stream[..at("$1 x")].rfind("MULTI").unwrap();
+            assert!(at("$2 b0") < multi_of_a, "{stream}");
+        }
+    }
+
     #[test]
     fn a_flush_goes_in_once_between_every_shards_before_and_after() {
         let p = Primary::default();
