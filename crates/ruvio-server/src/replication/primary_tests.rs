@@ -107,6 +107,15 @@ mod barrier_tests {
         feed.record(0, &mut args.iter().copied());
     }
 
+    /// A primary with a backlog that replica 9 reads from its start, and
+    /// its offset counter.
+    fn backlog_read_by_9() -> (Primary, AtomicU64) {
+        let p = Primary::default();
+        p.create_backlog(0, 1 << 20);
+        p.pin(9, 0);
+        (p, AtomicU64::new(0))
+    }
+
     fn stream(p: &Primary) -> String {
         let mut out = Vec::new();
         p.copy_since(9, 0, &mut out, usize::MAX);
@@ -124,10 +133,7 @@ mod barrier_tests {
     #[test]
     fn a_flush_inside_a_transaction_keeps_the_transaction_whole() {
         for shard_1_first in [false, true] {
-            let p = Primary::default();
-            let offset = AtomicU64::new(0);
-            p.create_backlog(0, 1 << 20);
-            p.pin(9, 0);
+            let (p, offset) = backlog_read_by_9();
             let (mut a, mut b) = (shard_feed(), shard_feed());
             rec(&mut a, &[b"SET", b"a0", b"1"]);
             a.begin_group();
@@ -188,10 +194,7 @@ mod barrier_tests {
 
     #[test]
     fn a_flush_goes_in_once_between_every_shards_before_and_after() {
-        let p = Primary::default();
-        let offset = AtomicU64::new(0);
-        p.create_backlog(0, 1 << 20);
-        p.pin(9, 0);
+        let (p, offset) = backlog_read_by_9();
         let (mut a, mut b) = (shard_feed(), shard_feed());
         // Shard 0 flushes first and writes after it; shard 1 writes before its
         // flush meanwhile.
