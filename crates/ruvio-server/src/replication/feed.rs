@@ -552,6 +552,13 @@ fn array_header(out: &mut Vec<u8>, n: usize) {
 mod tests {
     use super::*;
 
+    /// Records as text, a space for each CRLF.
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8(bytes.to_vec())
+            .unwrap()
+            .replace("\r\n", " ")
+    }
+
     fn rec(feed: &mut Feed, db: usize, args: &[&[u8]]) {
         feed.record(db, &mut args.iter().copied());
     }
@@ -663,7 +670,6 @@ mod tests {
             (mark.db, &mark.record[..]),
             (1, &b"*1\r\n$7\r\nflushdb\r\n"[..])
         );
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         let (before, rest) = flushed.clone().split_first();
         assert_eq!(text(&before), "*3 $3 SET $1 a $1 1 ");
         let (_, rest) = rest.unwrap();
@@ -697,7 +703,6 @@ mod tests {
         feed.record_link_only(b"*1\r\n$1\r\nM\r\n".to_vec());
         rec(&mut feed, 0, &[b"FLUSHALL"]);
         let flushed = feed.take().unwrap();
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         assert_eq!(
             text(&flushed.bytes),
             "*3 $3 SET $1 a $1 1 *1 $5 MULTI *2 $4 INCR $1 a *2 $4 INCR $1 b *1 $4 EXEC "
@@ -757,7 +762,6 @@ mod tests {
         rec(&mut feed, 0, &[b"HSET", b"h", b"f", b"1"]);
         feed.end_group();
         let flushed = feed.take().unwrap();
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         assert_eq!(
             text(&flushed.inlined().bytes),
             "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 3 *1 $7 FLUSHDB *1 $5 MULTI \
@@ -792,7 +796,6 @@ mod tests {
         feed.record_link_only(b"*1\r\n$1\r\nL\r\n".to_vec());
         feed.record_link_only_in(0, &[b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()]);
         rec(&mut feed, 3, &[b"SET", b"b", b"2"]);
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         assert_eq!(
             text(&feed.take().unwrap().inlined().bytes),
             "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 3 *1 $8 FLUSHALL *1 $1 L \
@@ -811,7 +814,6 @@ mod tests {
         rec(&mut feed, 0, &[b"SWAPDB", b"0", b"1"]);
         feed.end_group();
         let flushed = feed.take().unwrap();
-        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
         assert_eq!(
             text(&flushed.inlined().bytes),
             "*1 $5 MULTI *3 $3 SET $1 a $1 1 *2 $6 SELECT $1 0 *3 $6 SWAPDB $1 0 $1 1 \
