@@ -223,3 +223,79 @@ fn redis_cli_adds_a_ruvio_replica_node() {
     });
     assert_eq!(compared, Ok(90));
 }
+
+/// A replica node with a log (`--durability everysec`) killed and started
+/// again continues its master's stream from the place its log holds, as a
+/// redis-server replica continues from its RDB's: the master answers
+/// `+CONTINUE` (`sync_partial_ok` 1, `sync_full` still 1) and the replica
+/// ends with every key, those written while it was down too. `flags`: the
+/// replica's besides the log (forward mode: the process one node).
+fn a_replica_node_continues_from_its_log(shards: usize, flags: &[&str]) {
+    let master = Node::start(free_ports(1, true), 1, &unique_dir("log-master"));
+    let mut flags = flags.to_vec();
+    flags.extend(["--durability", "everysec"]);
+    let port = free_ports(shards as u16, true);
+    let mut replica = Node::start_bound(
+        port,
+        shards,
+        &unique_dir("log-replica"),
+        "127.0.0.1",
+        &flags,
+    );
+    ok(master.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let mut m = RawConn::connect(master.port);
+    let id = text(&m.cmd(&["CLUSTER", "MYID"]));
+    ok(
+        replica.port,
+        &["CLUSTER", "MEET", "127.0.0.1", &master.port.to_string()],
+    );
+    wait_for("the replica knows the master", || {
+        text(&RawConn::connect(replica.port).cmd(&["CLUSTER", "NODES"])).contains(&id)
+    });
+    ok(replica.port, &["CLUSTER", "REPLICATE", &id]);
+    let link_up = |port: u16| {
+        wait_for("the link up", || {
+            info_field(&mut RawConn::connect(port), "master_link_status") == "up"
+        })
+    };
+    link_up(replica.port);
+    write_keys(&mut m, "before", 300);
+    // The replica's log fsynced the stream up to here (its ACKs say so).
+    assert_eq!(
+        show(&m.cmd(&["WAITAOF", "0", "1", "5000"])),
+        show(b"*2\r\n:0\r\n:1\r\n")
+    );
+    replica.kill();
+    write_keys(&mut m, "down", 90);
+    replica.restart();
+    link_up(replica.port);
+    let mut compared = Ok(0);
+    wait_for("the replica holds every key", || {
+        compared = same_keys(master.port, replica.port);
+        compared.is_ok()
+    });
+    assert_eq!(compared, Ok(390));
+    assert_eq!(info_stat(&mut m, "sync_full"), 1);
+    assert_eq!(info_stat(&mut m, "sync_partial_ok"), 1);
+    let log = std::fs::read_to_string(replica.dir.join("ruvio.log")).unwrap_or_default();
+    assert!(
+        log.contains("Successful partial resynchronization"),
+        "{log}"
+    );
+    assert_eq!(
+        info_field(&mut RawConn::connect(replica.port), "master_replid"),
+        info_field(&mut m, "master_replid")
+    );
+}
+
+#[test]
+fn a_replica_node_with_a_log_continues_after_a_restart() {
+    a_replica_node_continues_from_its_log(1, &[]);
+}
+
+/// The same with the process one node of 2 shards (forward mode): it follows
+/// its master as REPLICAOF does, each shard's log marking the stream.
+#[test]
+fn a_forward_mode_replica_node_with_a_log_continues_after_a_restart() {
+    a_replica_node_continues_from_its_log(2, &["--port-mode", "forward"]);
+}

@@ -33,7 +33,7 @@
 //! the READONLY reads are the same; "here" is then the shard holding the
 //! keys ([`route_for_client`]).
 
-use super::replica::Follower;
+use super::replica::{restore_link_place, Follower};
 use super::route::{placement, InFlight, Route};
 use super::Shard;
 use crate::cmd::registry::Command;
@@ -63,6 +63,10 @@ impl Shard {
             return self.step_follower(&state);
         }
         let followed = self.replica.as_ref().map(Follower::target);
+        if followed.is_none() && wanted.is_some() && self.core.shared.loading.any() {
+            // Every shard's log says where its link stopped: wait for all.
+            return;
+        }
         if wanted != followed {
             let wanted = wanted.map(|(host, port)| (host.to_string(), port));
             self.drop_master_conn();
@@ -75,6 +79,8 @@ impl Shard {
                         &format!("Connecting to MASTER {host}:{port} (CLUSTER REPLICATE)"),
                     );
                     history.follow_node((host.clone(), port));
+                    // A replica since the start: its log's place continues.
+                    restore_link_place(&state, self.core.id);
                     let link = Link::for_node(0, host, port, self.core.id, &state);
                     self.replica = Some(Follower::of_node(link));
                 }

@@ -530,7 +530,7 @@ fn restore_stream_place(state: &crate::replication::State) {
 /// Once after a start as a replica, as shard `shard`'s link is made: the
 /// place of its link its log holds (`State::restore_recovered_link`) becomes
 /// the link's, so the link asks to continue it.
-fn restore_link_place(state: &crate::replication::State, shard: usize) {
+pub(super) fn restore_link_place(state: &crate::replication::State, shard: usize) {
     if let Some(mark) = state.restore_recovered_link(shard) {
         crate::serverlog::log(
             crate::serverlog::Level::Notice,
@@ -557,20 +557,17 @@ fn load_link_rdb(core: &mut super::ShardCore, rdb: &[u8], every: bool) -> Result
     core.touch_watched_in(&every_db);
     let keys = crate::replication::load::install(&mut core.engine, built)
         .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
-    if !every {
-        // With a log, the link's data and its place in its primary shard's
-        // history go to disk together (a cluster replica node's link marks
-        // no place: it full-syncs after a restart).
-        let book = core.shared.replication.shard_links.book(core.id);
-        let mark = crate::persistence::stream_mark::StreamMark {
-            replid: book.replid(),
-            offset: book.offset(),
-            db: 0,
-            link: true,
-        };
-        durable_full_sync(core, mark)
-            .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
-    }
+    // With a log, the link's data and its place in its primary shard's
+    // history (a cluster replica node's: its master's) go to disk together.
+    let book = core.shared.replication.shard_links.book(core.id);
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: book.replid(),
+        offset: book.offset(),
+        db: 0,
+        link: true,
+    };
+    durable_full_sync(core, mark)
+        .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
     crate::serverlog::log(
         crate::serverlog::Level::Notice,
         &format!(

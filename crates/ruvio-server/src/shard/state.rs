@@ -308,6 +308,12 @@ impl ShardCore {
                         .map_err(std::io::Error::other)?;
                     node.links.set_tls(Some(tls));
                 }
+                if node.cluster.master_name().is_some() {
+                    // A replica from the start (its nodes.conf says so), as
+                    // `replicaof` in the config: the log's place in its
+                    // master's stream stands (`replica::follow_configured`).
+                    shared.replication.may_continue_from_logs();
+                }
                 Some(Box::new(node))
             }
             false => None,

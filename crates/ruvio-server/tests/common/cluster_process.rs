@@ -17,6 +17,9 @@ pub struct Node {
     shards: usize,
     /// `--port-mode forward`: the process is one node on one port.
     forward: bool,
+    /// The address and flags it started with (a restart keeps them).
+    bind: String,
+    extra: Vec<String>,
     pub dir: PathBuf,
 }
 
@@ -30,8 +33,14 @@ impl Node {
         Node::start_bound(port, shards, dir, "127.0.0.1", &["--port-mode", "forward"])
     }
 
+    /// `extra` flags after the defaults; a `--durability` there replaces
+    /// the default `memory`.
     pub fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str, extra: &[&str]) -> Node {
         let forward = extra.windows(2).any(|w| w == ["--port-mode", "forward"]);
+        let durability = match extra.contains(&"--durability") {
+            true => &[][..],
+            false => &["--durability", "memory"][..],
+        };
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -39,7 +48,8 @@ impl Node {
             .expect("log file");
         let child = Command::new(ruvio_bin())
             .args(["--bind", bind, "--port", &port.to_string()])
-            .args(["--shards", &shards.to_string(), "--durability", "memory"])
+            .args(["--shards", &shards.to_string()])
+            .args(durability)
             .args(["--dir", dir.to_str().expect("a UTF-8 path")])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
             .args(extra)
@@ -52,6 +62,8 @@ impl Node {
             port,
             shards,
             forward,
+            bind: bind.to_string(),
+            extra: extra.iter().map(|flag| flag.to_string()).collect(),
             dir: dir.to_path_buf(),
         };
         let ports = if forward { 1 } else { shards };
@@ -85,10 +97,8 @@ impl Node {
                 false => Err("still bound".into()),
             }
         });
-        let again = match self.forward {
-            true => Node::start_forward(self.port, self.shards, &self.dir),
-            false => Node::start(self.port, self.shards, &self.dir),
-        };
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let again = Node::start_bound(self.port, self.shards, &self.dir, &self.bind, &extra);
         let old = std::mem::replace(self, again);
         std::mem::forget(old);
     }
