@@ -485,6 +485,7 @@ fn a_cross_shard_group_at_a_barrier_keeps_its_place() {
 /// shard 0 appended first: `MULTI calls can not be nested` on the replica)
 /// is shown by `barrier_tests::a_flush_inside_a_transaction_keeps_the_transaction_whole`:
 /// here shard 0 waits for shard 1's part, so shard 1 nearly always appends first.
+/// Then transactions with a FLUSHDB and a SWAPDB each.
 #[test]
 fn a_flush_inside_a_transaction_reaches_a_redis_replica_whole() {
     if require_redis_server("a_flush_inside_a_transaction_reaches_a_redis_replica_whole").is_none()
@@ -519,6 +520,20 @@ fn a_flush_inside_a_transaction_reaches_a_redis_replica_whole() {
         c0.cmd(&["SET", &f, &i.to_string()]);
         let exec = c0.cmd(&["EXEC"]);
         assert!(exec.starts_with(b"*3"), "{}", show(&exec));
+    }
+    // Two barriers in one transaction: shard 1 runs both parts in one go
+    // (they come in one shipment of shard 0's outbox), so none of its own
+    // records falls between them.
+    let g = key_on_shard("g:", 0, 2);
+    for i in 0..100 {
+        assert_eq!(c0.cmd(&["MULTI"]), b"+OK\r\n");
+        c0.cmd(&["SET", &x, &i.to_string()]);
+        c0.cmd(&["FLUSHDB"]);
+        c0.cmd(&["SET", &f, &i.to_string()]);
+        c0.cmd(&["SWAPDB", "0", "1"]);
+        c0.cmd(&["SET", &g, &i.to_string()]);
+        let exec = c0.cmd(&["EXEC"]);
+        assert!(exec.starts_with(b"*5"), "{}", show(&exec));
     }
     stop.store(true, Ordering::Relaxed);
     let rounds = writer.join().expect("the writer on shard 1");

@@ -85,14 +85,19 @@ impl StreamMark {
         let [name, replid, offset, db] = args else {
             return None;
         };
-        if !Self::is_mark(args) || replid.len() != 40 {
+        let link = match *name {
+            LINK_RECORD_NAME => true,
+            RECORD_NAME => false,
+            _ => return None,
+        };
+        if replid.len() != 40 {
             return None;
         }
         Some(StreamMark {
             replid: String::from_utf8(replid.to_vec()).ok()?,
             offset: std::str::from_utf8(offset).ok()?.parse().ok()?,
             db: std::str::from_utf8(db).ok()?.parse().ok()?,
-            link: *name == LINK_RECORD_NAME,
+            link,
         })
     }
 
