@@ -521,9 +521,9 @@ fn a_flush_inside_a_transaction_reaches_a_redis_replica_whole() {
         let exec = c0.cmd(&["EXEC"]);
         assert!(exec.starts_with(b"*3"), "{}", show(&exec));
     }
-    // Two barriers in one transaction: shard 1 runs both parts in one go
-    // (they come in one shipment of shard 0's outbox), so none of its own
-    // records falls between them.
+    // Two barriers in one transaction: shard 1 may run its own clients'
+    // transactions between its parts of them, which go between the
+    // transaction's two parts (`Feed::split_group_at`).
     let g = key_on_shard("g:", 0, 2);
     for i in 0..100 {
         assert_eq!(c0.cmd(&["MULTI"]), b"+OK\r\n");

@@ -93,8 +93,9 @@ pub struct Mark {
     /// the group's `MULTI` stands and the database the stream was in there.
     /// The server's history takes the `MULTI` and the group's records before
     /// the barrier with the barrier's command ([`Flushed::split_first`]), so
-    /// no other shard's records land inside the transaction. (Only a group's
-    /// first barrier: a second one in the same group has none.)
+    /// no other shard's records land inside the transaction. A group's
+    /// later barrier opens the next part of it the same way
+    /// (`Feed::split_group_at`).
     pub group: Option<(usize, usize)>,
 }
 
@@ -346,6 +347,34 @@ impl Feed {
             for link in link_only.filter(|l| l.at > self.group_start) {
                 link.at += MULTI.len();
             }
+            for later in self.group_marks + 1..self.marks.len() {
+                self.split_group_at(later);
+            }
+        }
+    }
+
+    /// A group's later barrier (`marks[i]`) ends the transaction's part
+    /// before it and begins the next with itself: other shards' records
+    /// between the group's barriers belong between them (each shard runs its
+    /// part of a barrier when asked, its own clients' commands meanwhile), so
+    /// in the server's stream they land between the two parts, never inside
+    /// one (a `MULTI` of theirs there: `MULTI calls can not be nested` on a
+    /// replica). Each part is whole; the transaction as a whole is no more
+    /// isolated on a replica than its barriers are on the primary.
+    fn split_group_at(&mut self, i: usize) {
+        let at = self.marks[i].at;
+        self.bytes.splice(at..at, EXEC.iter().chain(MULTI).copied());
+        let grown = EXEC.len() + MULTI.len();
+        let mark = &mut self.marks[i];
+        // It opens the next part as the first barrier opened the group.
+        mark.group = Some((at + EXEC.len(), mark.db));
+        let nth = mark.nth;
+        for later in &mut self.marks[i..] {
+            later.at += grown;
+        }
+        let moved = |l: &&mut LinkOnly| l.at > at || (l.at == at && l.nth > nth);
+        for link in self.link_only.iter_mut().filter(moved) {
+            link.at += grown;
         }
     }
 
@@ -832,5 +861,61 @@ mod tests {
              *3 $6 SWAPDB $1 0 $1 1 "
         );
         assert_eq!(rest.bytes, EXEC);
+    }
+
+    #[test]
+    fn a_later_barrier_in_a_transaction_begins_its_next_part() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        feed.begin_group();
+        rec(&mut feed, 0, &[b"SET", b"x", b"1"]);
+        rec(&mut feed, 0, &[b"FLUSHDB"]);
+        rec(&mut feed, 0, &[b"SET", b"f", b"1"]);
+        rec(&mut feed, 0, &[b"SWAPDB", b"0", b"1"]);
+        rec(&mut feed, 0, &[b"SWAPDB", b"0", b"1"]);
+        rec(&mut feed, 0, &[b"SET", b"g", b"1"]);
+        feed.end_group();
+        let flushed = feed.take().unwrap();
+        let select = "*2 $6 SELECT $1 0 ";
+        let (multi, exec) = ("*1 $5 MULTI ", "*1 $4 EXEC ");
+        let (x, f, g) = (
+            "*3 $3 SET $1 x $1 1 ",
+            "*3 $3 SET $1 f $1 1 ",
+            "*3 $3 SET $1 g $1 1 ",
+        );
+        let (flushdb, swapdb) = ("*1 $7 FLUSHDB ", "*3 $6 SWAPDB $1 0 $1 1 ");
+        // A shard link's stream: three parts, each whole.
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            [
+                multi, x, select, flushdb, select, f, exec, multi, select, swapdb, exec, multi,
+                select, swapdb, select, g, exec
+            ]
+            .concat()
+        );
+        // The server's history: each barrier carries its part's start.
+        let (before, rest) = flushed.split_first();
+        assert!(before.is_empty());
+        let (first, rest) = rest.unwrap();
+        assert_eq!(
+            text(&first.record),
+            [select, multi, x, select, flushdb].concat()
+        );
+        let (before, rest) = rest.split_first();
+        assert_eq!(text(&before), [select, f, exec].concat());
+        let (second, rest) = rest.unwrap();
+        assert_eq!(
+            text(&second.record),
+            [select, multi, select, swapdb].concat()
+        );
+        let (before, rest) = rest.split_first();
+        assert_eq!(text(&before), exec);
+        let (third, rest) = rest.unwrap();
+        assert_eq!(
+            text(&third.record),
+            [select, multi, select, swapdb].concat()
+        );
+        assert_eq!(text(&rest.bytes), [select, g, exec].concat());
     }
 }

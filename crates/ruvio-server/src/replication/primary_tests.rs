@@ -130,6 +130,74 @@ mod barrier_tests {
     /// records after it after the transaction's EXEC, whichever shard passed
     /// first (a redis-server replica got them inside the transaction, and a
     /// MULTI among them answered `MULTI calls can not be nested`).
+    /// Two FLUSHALLs in shard 0's transaction, shard 1's own transaction
+    /// run between its parts of them (it runs each when asked, its clients'
+    /// commands meanwhile): that goes in between the transaction's two
+    /// parts, never inside one (before, it went inside: a nested MULTI).
+    #[test]
+    fn records_between_two_barriers_of_a_transaction_go_between_its_parts() {
+        for shard_1_first in [false, true] {
+            let (p, offset) = backlog_read_by_9();
+            let (mut a, mut b) = (shard_feed(), shard_feed());
+            a.begin_group();
+            rec(&mut a, &[b"SET", b"x", b"1"]);
+            rec(&mut a, &[b"FLUSHALL"]);
+            rec(&mut a, &[b"SET", b"f", b"1"]);
+            rec(&mut a, &[b"FLUSHALL"]);
+            rec(&mut a, &[b"SET", b"g", b"1"]);
+            a.end_group();
+            rec(&mut b, &[b"FLUSHALL"]);
+            for key in [&b"bm"[..], b"b1"] {
+                b.begin_group();
+                rec(&mut b, &[b"SET", key, b"1"]);
+                rec(&mut b, &[b"INCR", key]);
+                b.end_group();
+                if key == b"bm" {
+                    rec(&mut b, &[b"FLUSHALL"]);
+                }
+            }
+            let (a, b) = (a.take().unwrap(), b.take().unwrap());
+            match shard_1_first {
+                true => {
+                    p.append_shard((1, 2), b, &offset);
+                    p.append_shard((0, 2), a, &offset);
+                }
+                false => {
+                    p.append_shard((0, 2), a, &offset);
+                    p.append_shard((1, 2), b, &offset);
+                }
+            }
+            let stream = stream(&p);
+            let at = |what: &str| {
+                stream
+                    .find(what)
+                    .unwrap_or_else(|| panic!("{what} in {stream}"))
+            };
+            assert!(!p.barrier_open());
+            assert_eq!(stream.matches("FLUSHALL").count(), 2, "{stream}");
+            let order = [
+                at("$1 x"),
+                at("FLUSHALL"),
+                at("$1 f"),
+                at("$2 bm"),
+                stream.rfind("FLUSHALL").unwrap(),
+                at("$1 g"),
+                at("$2 b1"),
+            ];
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{stream}");
+            // MULTI and EXEC alternate: no transaction inside another.
+            let mut open = false;
+            for word in stream.split(' ') {
+                match word {
+                    "MULTI" => assert!(!std::mem::replace(&mut open, true), "{stream}"),
+                    "EXEC" => assert!(std::mem::replace(&mut open, false), "{stream}"),
+                    _ => {}
+                }
+            }
+            assert!(!open, "{stream}");
+        }
+    }
+
     #[test]
     fn a_flush_inside_a_transaction_keeps_the_transaction_whole() {
         for shard_1_first in [false, true] {
