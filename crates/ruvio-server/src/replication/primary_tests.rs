@@ -130,6 +130,22 @@ mod barrier_tests {
     /// records after it after the transaction's EXEC, whichever shard passed
     /// first (a redis-server replica got them inside the transaction, and a
     /// MULTI among them answered `MULTI calls can not be nested`).
+    /// Shard 0's records `a` and shard 1's `b` appended in that order (or
+    /// `b` first) to a backlog: the stream read from it, every barrier passed.
+    fn both_appended(mut a: Feed, mut b: Feed, b_first: bool) -> String {
+        let (p, offset) = backlog_read_by_9();
+        let (a, b) = (a.take().unwrap(), b.take().unwrap());
+        let mut parts = [((0, 2), a), ((1, 2), b)];
+        if b_first {
+            parts.reverse();
+        }
+        for (shard, records) in parts {
+            p.append_shard(shard, records, &offset);
+        }
+        assert!(!p.barrier_open());
+        stream(&p)
+    }
+
     /// Two FLUSHALLs in shard 0's transaction, shard 1's own transaction
     /// run between its parts of them (it runs each when asked, its clients'
     /// commands meanwhile): that goes in between the transaction's two
@@ -137,7 +153,6 @@ mod barrier_tests {
     #[test]
     fn records_between_two_barriers_of_a_transaction_go_between_its_parts() {
         for shard_1_first in [false, true] {
-            let (p, offset) = backlog_read_by_9();
             let (mut a, mut b) = (shard_feed(), shard_feed());
             a.begin_group();
             rec(&mut a, &[b"SET", b"x", b"1"]);
@@ -156,24 +171,12 @@ mod barrier_tests {
                     rec(&mut b, &[b"FLUSHALL"]);
                 }
             }
-            let (a, b) = (a.take().unwrap(), b.take().unwrap());
-            match shard_1_first {
-                true => {
-                    p.append_shard((1, 2), b, &offset);
-                    p.append_shard((0, 2), a, &offset);
-                }
-                false => {
-                    p.append_shard((0, 2), a, &offset);
-                    p.append_shard((1, 2), b, &offset);
-                }
-            }
-            let stream = stream(&p);
+            let stream = both_appended(a, b, shard_1_first);
             let at = |what: &str| {
                 stream
                     .find(what)
                     .unwrap_or_else(|| panic!("{what} in {stream}"))
             };
-            assert!(!p.barrier_open());
             assert_eq!(stream.matches("FLUSHALL").count(), 2, "{stream}");
             let order = [
                 at("$1 x"),
@@ -201,7 +204,6 @@ mod barrier_tests {
     #[test]
     fn a_flush_inside_a_transaction_keeps_the_transaction_whole() {
         for shard_1_first in [false, true] {
-            let (p, offset) = backlog_read_by_9();
             let (mut a, mut b) = (shard_feed(), shard_feed());
             rec(&mut a, &[b"SET", b"a0", b"1"]);
             a.begin_group();
@@ -219,24 +221,12 @@ mod barrier_tests {
             rec(&mut b, &[b"SET", b"b1", b"1"]);
             rec(&mut b, &[b"INCR", b"b1"]);
             b.end_group();
-            let (a, b) = (a.take().unwrap(), b.take().unwrap());
-            match shard_1_first {
-                true => {
-                    p.append_shard((1, 2), b, &offset);
-                    p.append_shard((0, 2), a, &offset);
-                }
-                false => {
-                    p.append_shard((0, 2), a, &offset);
-                    p.append_shard((1, 2), b, &offset);
-                }
-            }
-            let stream = stream(&p);
+            let stream = both_appended(a, b, shard_1_first);
             let at = |what: &str| {
                 stream
                     .find(what)
                     .unwrap_or_else(|| panic!("{what} in {stream}"))
             };
-            assert!(!p.barrier_open());
             assert_eq!(stream.matches("FLUSHALL").count(), 1, "{stream}");
             assert_eq!(stream.matches("MULTI").count(), 3, "{stream}");
             // b0's group, then a's transaction whole, then b1's group.
