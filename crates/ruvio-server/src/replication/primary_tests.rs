@@ -125,11 +125,6 @@ mod barrier_tests {
             .replace("*2 $6 SELECT $1 0 ", "")
     }
 
-    /// A FLUSHALL inside shard 0's transaction: shard 1's records from
-    /// before its own run go in before the transaction's MULTI, and its
-    /// records after it after the transaction's EXEC, whichever shard passed
-    /// first (a redis-server replica got them inside the transaction, and a
-    /// MULTI among them answered `MULTI calls can not be nested`).
     /// Shard 0's records `a` and shard 1's `b` appended in that order (or
     /// `b` first) to a backlog: the stream read from it, every barrier passed.
     fn both_appended(mut a: Feed, mut b: Feed, b_first: bool) -> String {
@@ -201,6 +196,11 @@ mod barrier_tests {
         }
     }
 
+    /// A FLUSHALL inside shard 0's transaction: shard 1's records from
+    /// before its own run go in before the transaction's MULTI, and its
+    /// records after it after the transaction's EXEC, whichever shard passed
+    /// first (a redis-server replica got them inside the transaction, and a
+    /// MULTI among them answered `MULTI calls can not be nested`).
     #[test]
     fn a_flush_inside_a_transaction_keeps_the_transaction_whole() {
         for shard_1_first in [false, true] {
