@@ -120,6 +120,18 @@ pub(super) fn run(
             }
             Ok(())
         }
+        Route::Lend(_)
+            if super::lending::run_on_kept_now(
+                core,
+                client,
+                !replies.is_holding(),
+                cmd,
+                args,
+                replies.sink(),
+            ) =>
+        {
+            Ok(())
+        }
         Route::Lend(groups) => {
             // It runs once the keys are here, timed then (`mesh::lending`).
             core.timing.hand_off();

@@ -171,6 +171,69 @@ pub(super) fn runs_on_kept(core: &ShardCore, op: &CrossOp) -> bool {
         })
 }
 
+/// A borrowing command whose keys are all here already, each kept by the
+/// batch or this shard's own and free ([`runs_on_kept`]'s test, made before
+/// any op exists): it runs as a local command, without an op, its plan, its
+/// own keys lent to itself and sent home, and its reply held. Its writes to
+/// kept keys are reported when the batch ends ([`defer_kept_written`]), as
+/// the op's are. False when it does not qualify (it borrows as usual): the
+/// batch's conditions ([`may_keep`]: no log or feed, no tracking, no
+/// snapshot, no locked batch), a plain command (no script, transaction,
+/// blocking command, SORT with patterns, `DB` option), no earlier reply of
+/// its connection outstanding, and no script lock held elsewhere (counted as
+/// borrowing while it runs, as an op is).
+pub fn run_on_kept_now(
+    core: &mut ShardCore,
+    client: &crate::net::conn::ClientState,
+    first_in_line: bool,
+    cmd: &crate::cmd::registry::Command,
+    args: ruvio_resp::Args<'_>,
+    out: &mut Vec<u8>,
+) -> bool {
+    use ruvio_engine::command::flags::DB_OPTION;
+    let caller = crate::net::caller::Caller {
+        borrowing: true,
+        ..crate::net::caller::Caller::of(client, core.id)
+    };
+    if core.lending.kept.is_empty()
+        || !first_in_line
+        || client.in_exec
+        || cmd.script_call
+        || cmd.meta.has(BLOCKING)
+        || cmd.meta.has(DB_OPTION)
+        || cmd.meta.keys.reads_keys_from_value()
+        || caller.tracking.bits != 0
+        || core.tracking.active()
+        || core.logs()
+        || core.writing_snapshot()
+        || core.lending.holding_batch()
+        || core.lending.kept_runs + 1 >= BATCH_MAX
+    {
+        return false;
+    }
+    let db = client.db;
+    let mut any_kept = false;
+    for key in cmd.meta.keys.keys(args) {
+        let kept = core.lending.kept.iter().any(|(d, k)| *d == db && k == key);
+        any_kept |= kept;
+        let own_and_free =
+            || core.topo.key_owner(key) == core.id && lendable_now(core, core.id, false, db, key);
+        if !kept && !own_and_free() {
+            return false;
+        }
+    }
+    if !any_kept || !crate::mesh::script_lock::begin_borrowing(core.script_server()) {
+        return false;
+    }
+    let ran = crate::shard::exec::run_engine(core, cmd, caller, args, out);
+    crate::mesh::script_lock::end_borrowing(core.script_server());
+    // Its own keys written need no report: they are this shard's.
+    defer_kept_written(core, &ran.modified, &[]);
+    core.lending.kept_runs += 1;
+    core.stats.ran_on_kept += 1;
+    true
+}
+
 /// The keys of other shards among `homes` stay here until the loop iteration
 /// ends ([`send_kept_home`]); this shard's own go home (returned).
 pub(super) fn keep_borrowed(

@@ -19,7 +19,7 @@ mod home;
 mod owner;
 mod waiting;
 
-pub use batch::{end_batch_if_done, send_kept_home};
+pub use batch::{end_batch_if_done, run_on_kept_now, send_kept_home};
 pub use coordinate::{
     finish_starting_with_conn, join_transaction, lent, must_wait_for_transaction, other_db,
     resume_parked_for_lock, send_loans_home, start, start_transaction, touches_only_named_keys,
